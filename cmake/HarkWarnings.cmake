@@ -1,0 +1,9 @@
+# Warnings and code generation flags shared by every hark target.
+add_library(hark_flags INTERFACE)
+target_compile_options(hark_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-sign-compare>)
+if(HARK_NATIVE)
+  target_compile_options(hark_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+endif()
+# Release builds keep exact IEEE semantics (no -ffast-math): parity tests depend on it.
+target_compile_options(hark_flags INTERFACE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:-O3>)

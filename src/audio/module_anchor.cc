@@ -1,0 +1,1 @@
+// Anchor for the hark_audio library until its sources land.

@@ -1,0 +1,170 @@
+#include "core/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/cpu/vector_math.h"
+
+namespace hark {
+
+CpuBackend::CpuBackend(int threads) : pool_(threads > 0 ? threads : hardware_threads()) {
+  openblas_set_num_threads(pool_.size());
+}
+
+const float* CpuBackend::f32_weights(const Tensor& w) {
+  if (w.dtype() == DType::F32) return w.data<float>();
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  auto it = f32_cache_.find(w.raw());
+  if (it == f32_cache_.end()) it = f32_cache_.emplace(w.raw(), w.to_f32(false)).first;
+  return it->second.data<float>();
+}
+
+void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
+  const float* wf = f32_weights(w);
+  float* out = y.data<float>();
+  float beta = 0.0f;
+  if (bias) {
+    const float* b = f32_weights(*bias);
+    for (int64_t i = 0; i < m; ++i) std::memcpy(out + i * n, b, n * sizeof(float));
+    beta = 1.0f;
+  }
+  if (m == 1) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, wf, k, x.data<float>(), 1, beta, out, 1);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data<float>(), k, wf, k, beta, out, n);
+  }
+}
+
+void CpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) {
+  const int64_t d = x.dim(-1), rows = x.numel() / d;
+  const float* g = f32_weights(gamma);
+  const float* b = f32_weights(beta);
+  const float* in = x.data<float>();
+  float* out = y.data<float>();
+  pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) layer_norm_row(in + r * d, g, b, d, eps, out + r * d);
+  }, 16);
+}
+
+void CpuBackend::gelu(Tensor& x) {
+  float* p = x.data<float>();
+  pool_.parallel_for(x.numel(), [&](int64_t begin, int64_t end) { gelu_inplace(p + begin, end - begin); }, 4096);
+}
+
+void CpuBackend::add(Tensor& x, const Tensor& y) {
+  float* a = x.data<float>();
+  const float* b = y.data<float>();
+  const int64_t n = x.numel(), m = y.numel();
+  if (m == n) {
+    pool_.parallel_for(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) a[i] += b[i];
+    }, 16384);
+    return;
+  }
+  const int64_t rows = n / m;
+  pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t i = 0; i < m; ++i) a[r * m + i] += b[i];
+  }, 16);
+}
+
+void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, Tensor& y) {
+  // im2col then one GEMM: cols[Cin·K, Tout], y = W[Cout, Cin·K] · cols.
+  const int64_t cin = x.dim(0), t_in = x.dim(1), cout = w.dim(0), kw = w.dim(2), t_out = y.dim(1);
+  Tensor cols = Tensor::empty({cin * kw, t_out});
+  const float* in = x.data<float>();
+  float* c = cols.data<float>();
+  pool_.parallel_for(cin, [&](int64_t begin, int64_t end) {
+    for (int64_t ci = begin; ci < end; ++ci) {
+      for (int64_t k = 0; k < kw; ++k) {
+        float* row = c + (ci * kw + k) * t_out;
+        for (int64_t t = 0; t < t_out; ++t) {
+          int64_t src = t * stride + k - padding;
+          row[t] = (src >= 0 && src < t_in) ? in[ci * t_in + src] : 0.0f;
+        }
+      }
+    }
+  });
+  const float* bias = f32_weights(b);
+  float* out = y.data<float>();
+  for (int64_t co = 0; co < cout; ++co) std::fill(out + co * t_out, out + (co + 1) * t_out, bias[co]);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, t_out, cin * kw, 1.0f, f32_weights(w), cin * kw, c,
+              t_out, 1.0f, out, t_out);
+}
+
+void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
+                           int64_t causal_offset, Tensor& out, Tensor* weights) {
+  const int64_t tq = q.dim(0), tk = k.dim(0), d = q.dim(1), hd = d / n_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float* qp = q.data<float>();
+  const float* kp = k.data<float>();
+  const float* vp = v.data<float>();
+  float* op = out.data<float>();
+  Tensor scores = Tensor::empty({tq, tk});
+  float* s = scores.data<float>();
+  for (int h = 0; h < n_heads; ++h) {
+    // scores = scale · Q_h K_hᵀ; the heads are column blocks, so the leading dimension is D.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tq, tk, hd, scale, qp + h * hd, d, kp + h * hd, d, 0.0f, s, tk);
+    pool_.parallel_for(tq, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
+        softmax_row(s + i * tk, visible, tk);
+      }
+    }, 8);
+    if (weights) std::memcpy(weights->data<float>() + h * tq * tk, s, tq * tk * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tq, hd, tk, 1.0f, s, tk, vp + h * hd, d, 0.0f, op + h * hd, d);
+  }
+}
+
+void CpuBackend::embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,
+                           int64_t first_position, Tensor& out) {
+  const int64_t d = table.dim(1);
+  float* o = out.data<float>();
+  std::vector<float> row(d);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const char* src = static_cast<const char*>(table.raw()) + ids[i] * d * dtype_size(table.dtype());
+    convert_to_f32(src, table.dtype(), o + i * d, d);
+    if (positions) {
+      const char* pos = static_cast<const char*>(positions->raw()) + (first_position + i) * d * dtype_size(positions->dtype());
+      convert_to_f32(pos, positions->dtype(), row.data(), d);
+      for (int64_t j = 0; j < d; ++j) o[i * d + j] += row[j];
+    }
+  }
+}
+
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+  if (src.dtype() == dst.dtype()) {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
+  } else if (dst.dtype() == DType::F32) {
+    convert_to_f32(src.raw(), src.dtype(), dst.data<float>(), src.numel());
+  } else {
+    throw Error(ErrorCode::Internal, std::string("[cpu] copy to ") + dtype_name(dst.dtype()) + " is not supported");
+  }
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(options.threads);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
+  if (device == "cpu") return make_cpu_backend(options);
+  if (device == "auto") return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(options);
+  if (device == "cuda") return make_cuda_backend(0);
+  if (device.rfind("cuda:", 0) == 0) {
+    int index = 0;
+    try {
+      index = std::stoi(device.substr(5));
+    } catch (...) {
+      throw Error(ErrorCode::InvalidArgument, "[device] bad device '" + device + "': use cpu, cuda, cuda:N or auto");
+    }
+    return make_cuda_backend(index);
+  }
+  throw Error(ErrorCode::InvalidArgument, "[device] unknown device '" + device + "': use cpu, cuda, cuda:N or auto");
+}
+
+}  // namespace hark

@@ -1,0 +1,12 @@
+// Linked when hark is built without CUDA: every request for a GPU backend fails clearly.
+#include "core/backend.h"
+
+namespace hark {
+
+bool cuda_available() { return false; }
+
+std::unique_ptr<Backend> make_cuda_backend(int /*device_index*/) {
+  throw Error(ErrorCode::Unavailable, "[cuda] hark was built without CUDA; rebuild with -DHARK_CUDA=ON on a machine with nvcc, or use --device cpu");
+}
+
+}  // namespace hark

@@ -1,0 +1,86 @@
+// Tensor: a dense, contiguous, row-major array with a dtype and a device. Storage is
+// shared (copies of a Tensor alias the same bytes); memory-mapped weights are views that
+// keep their mapping alive through the same shared handle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hark/error.h"
+
+namespace hark {
+
+enum class DType : uint8_t { F32, F16, BF16, I32 };
+enum class Device : uint8_t { Cpu, Cuda };
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& shape);
+int64_t shape_numel(const Shape& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // A new zero-filled CPU tensor that owns its memory (64-byte aligned).
+  static Tensor zeros(Shape shape, DType dtype = DType::F32);
+  // Like zeros() without clearing: for outputs that are fully overwritten.
+  static Tensor empty(Shape shape, DType dtype = DType::F32);
+  // A view of memory owned by `keepalive` (an mmap, a loaded file, a device buffer).
+  static Tensor view(void* data, Shape shape, DType dtype, std::shared_ptr<void> keepalive,
+                     Device device = Device::Cpu);
+  static Tensor from_vector(const std::vector<float>& values, Shape shape);
+
+  bool defined() const { return !shape_.empty() || data_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_.at(i < 0 ? i + rank() : i); }
+  int64_t numel() const { return shape_numel(shape_); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  template <class T> T* data() { return static_cast<T*>(data_); }
+  template <class T> const T* data() const { return static_cast<const T*>(data_); }
+
+  // Same storage, new shape with the same element count.
+  Tensor reshape(Shape shape) const;
+  // Rows [begin, end) of the first dimension, sharing storage.
+  Tensor rows(int64_t begin, int64_t end) const;
+  // A deep copy (always CPU, same dtype).
+  Tensor clone() const;
+  // Values converted to fp32 (a copy unless already fp32 and `allow_alias`).
+  Tensor to_f32(bool allow_alias = true) const;
+  std::vector<float> to_vector() const;
+
+  std::string describe() const;  // "f16[384, 80, 3]"
+
+ private:
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
+  Shape shape_;
+  DType dtype_ = DType::F32;
+  Device device_ = Device::Cpu;
+};
+
+// IEEE half and bfloat16 conversions (round to nearest even).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+inline float bf16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t float_to_bf16(float f);
+// Converts n elements of `src` (any float dtype) to fp32.
+void convert_to_f32(const void* src, DType dtype, float* dst, int64_t n);
+
+}  // namespace hark

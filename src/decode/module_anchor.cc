@@ -1,0 +1,1 @@
+// Anchor for the hark_decode library until its sources land.

@@ -1,0 +1,1 @@
+// Anchor for the hark_hub library until its sources land.

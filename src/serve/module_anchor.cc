@@ -1,0 +1,1 @@
+// Anchor for the hark_serve library until its sources land.

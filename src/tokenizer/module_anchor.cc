@@ -1,0 +1,1 @@
+// Anchor for the hark_tokenizer library until its sources land.

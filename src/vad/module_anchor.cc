@@ -1,0 +1,1 @@
+// Anchor for the hark_vad library until its sources land.
