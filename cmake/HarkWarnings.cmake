@@ -1,7 +1,9 @@
 # Warnings and code generation flags shared by every hark target.
 add_library(hark_flags INTERFACE)
 target_compile_options(hark_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-sign-compare>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-sign-compare>
+  # No fused multiply-add contraction: parity with the oracle needs IEEE-exact formulas.
+  $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
 if(HARK_NATIVE)
   target_compile_options(hark_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()

@@ -2,7 +2,9 @@
 // layouts onto the internal naming documented in model/weights.h.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "model/checkpoint.h"
 
@@ -19,5 +21,24 @@ Checkpoint load_ggml(const std::string& file);
 void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype);
 void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype);
 void save_ggml(const Checkpoint& ckpt, const std::string& file, DType dtype);
+
+// Hugging Face layout split into shards of at most `max_shard_bytes` each
+// (model-0000i-of-0000n.safetensors + model.safetensors.index.json); 0 writes one file.
+void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype, size_t max_shard_bytes);
+
+// MLX layout with weights.safetensors (the default) or the older weights.npz.
+enum class MlxContainer { Safetensors, Npz };
+void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype, MlxContainer container);
+
+// What precedes the tensors in a whisper.cpp file.
+struct GgmlHeader {
+  HParams hparams;
+  int ftype = 0;                   // 0 = f32, 1 = f16 (others are quantized)
+  Tensor mel_filters;              // [n_mels, n_fft / 2 + 1] f32
+  std::vector<std::string> vocab;  // byte strings by token id
+  size_t tensors_offset = 0;       // where the first tensor record starts
+};
+// Parses and bounds-checks the header; ModelFormat / UnsupportedFormat on bad files.
+GgmlHeader read_ggml_header(const std::string& file);
 
 }  // namespace hark::loaders

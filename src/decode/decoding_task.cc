@@ -1,0 +1,213 @@
+#include "decode/decoding_task.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "decode/token_decoder.h"
+#include "hark/error.h"
+
+namespace hark {
+namespace {
+
+constexpr float kChunkSeconds = 30.0f;
+
+std::string strip(const std::string& text) {
+  const char* ws = " \t\n\r\f\v";
+  const size_t begin = text.find_first_not_of(ws);
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(ws) - begin + 1);
+}
+
+// Python's sequence[-n:] for any integer n (n = 0 keeps everything, as in the reference).
+std::vector<int> python_tail(const std::vector<int>& tokens, int n) {
+  const int size = static_cast<int>(tokens.size());
+  int start = n == 0 ? 0 : size - n;
+  start = std::clamp(start, 0, size);
+  return {tokens.begin() + start, tokens.end()};
+}
+
+}  // namespace
+
+double compression_ratio(const std::string& text) {
+  if (text.empty()) return 0.0;
+  uLongf bound = compressBound(static_cast<uLong>(text.size()));
+  std::vector<Bytef> out(bound);
+  // Python's zlib.compress() default is Z_DEFAULT_COMPRESSION (level 6).
+  if (compress2(out.data(), &bound, reinterpret_cast<const Bytef*>(text.data()), static_cast<uLong>(text.size()),
+                Z_DEFAULT_COMPRESSION) != Z_OK)
+    throw Error(ErrorCode::Internal, "[decode] zlib failed to compress the window text");
+  return static_cast<double>(text.size()) / static_cast<double>(bound);
+}
+
+std::vector<float> detect_language_probs(Inference& inference, const SpecialTokens& specials) {
+  if (specials.language_tokens.empty())
+    throw Error(ErrorCode::InvalidArgument, "[decode] this model has no language tokens; pass a language");
+  inference.begin(1);
+  const int32_t sot = specials.sot;
+  std::vector<float> logits = inference.step(std::span<const int32_t>(&sot, 1), 1);
+  // Softmax over the language tokens only (every other token is masked to -inf).
+  std::vector<float> picked;
+  for (int t : specials.language_tokens) picked.push_back(logits.at(t));
+  std::vector<float> logprobs;
+  log_softmax(picked, logprobs);
+  for (float& v : logprobs) v = std::exp(v);
+  return logprobs;
+}
+
+DecodingTask::DecodingTask(const DecodingVocabulary& vocab, DecodingOptions options)
+    : vocab_(vocab), options_(std::move(options)) {
+  verify_options();
+  n_group_ = options_.beam_size > 0 ? options_.beam_size : options_.best_of > 0 ? options_.best_of : 1;
+  sample_len_ = options_.sample_len > 0 ? options_.sample_len : vocab_.n_text_ctx / 2;
+  build_initial_tokens();
+  build_filters();
+}
+
+void DecodingTask::verify_options() const {
+  auto fail = [](const std::string& what) { throw Error(ErrorCode::InvalidArgument, "[decode] " + what); };
+  if (options_.beam_size > 0 && options_.best_of > 0) fail("beam_size and best_of can't be given together");
+  if (options_.temperature == 0 && options_.best_of > 0) fail("best_of with greedy decoding (temperature 0) is not compatible");
+  if (options_.patience && options_.beam_size <= 0) fail("patience requires beam_size");
+  if (options_.length_penalty && !(*options_.length_penalty >= 0 && *options_.length_penalty <= 1))
+    fail("length_penalty (alpha) should be a value between 0 and 1");
+  if (options_.temperature < 0) fail("temperature must be >= 0");
+}
+
+void DecodingTask::build_initial_tokens() {
+  const SpecialTokens& s = vocab_.specials;
+  std::vector<int> sequence = {s.sot};
+  if (vocab_.multilingual) {
+    // The language slot holds "en" until detection overwrites it, as in the reference.
+    int language = s.language_tokens.empty() ? s.sot + 1 : s.language_tokens.front();
+    for (size_t i = 0; i < vocab_.language_codes.size(); ++i)
+      if (vocab_.language_codes[i] == options_.language) language = s.language_tokens[i];
+    sequence.push_back(language);
+    sequence.push_back(options_.task == Task::Translate ? s.translate : s.transcribe);
+  }
+  if (options_.without_timestamps) sequence.push_back(s.no_timestamps);
+
+  std::vector<int> tokens = sequence;
+  if (!options_.prefix.empty()) {
+    const int max_prefix_len = vocab_.n_text_ctx / 2 - sample_len_;
+    std::vector<int> prefix = python_tail(options_.prefix, max_prefix_len);
+    tokens.insert(tokens.end(), prefix.begin(), prefix.end());
+  }
+  if (!options_.prompt.empty()) {
+    std::vector<int> prompt = python_tail(options_.prompt, vocab_.n_text_ctx / 2 - 1);
+    prompt.insert(prompt.begin(), s.sot_prev);
+    tokens.insert(tokens.begin(), prompt.begin(), prompt.end());
+  }
+  initial_tokens_ = std::move(tokens);
+  sot_index_ = static_cast<int>(std::find(initial_tokens_.begin(), initial_tokens_.end(), s.sot) - initial_tokens_.begin());
+}
+
+void DecodingTask::build_filters() {
+  const int begin = sample_begin();
+  if (options_.suppress_blank) filters_.push_back(std::make_unique<SuppressBlank>(vocab_.specials, begin));
+  if (!options_.suppress_tokens.empty())
+    filters_.push_back(std::make_unique<SuppressTokens>(
+        resolve_suppress_tokens(options_.suppress_tokens, vocab_.non_speech, vocab_.specials)));
+  if (!options_.without_timestamps) {
+    const double precision = kChunkSeconds / vocab_.n_audio_ctx;  // 0.02 s per timestamp step
+    std::optional<int> max_initial;
+    if (options_.max_initial_timestamp && *options_.max_initial_timestamp != 0)
+      max_initial = static_cast<int>(std::nearbyint(*options_.max_initial_timestamp / precision));
+    filters_.push_back(std::make_unique<ApplyTimestampRules>(vocab_.specials, begin, max_initial));
+  }
+}
+
+std::string DecodingTask::language_code(int token) const {
+  const auto& tokens = vocab_.specials.language_tokens;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] == token) return i < vocab_.language_codes.size() ? vocab_.language_codes[i] : std::to_string(token);
+  return "";
+}
+
+}  // namespace hark
+
+namespace hark {
+namespace {
+
+// Runs the filters on every row and asks the decoder for the next tokens.
+StepResult filtered_step(const std::vector<std::unique_ptr<LogitFilter>>& filters, TokenDecoder& decoder,
+                         TokenRows& tokens, std::vector<float>& logits, std::vector<double>& sum_logprobs) {
+  const size_t vocab = logits.size() / tokens.size();
+  for (size_t r = 0; r < tokens.size(); ++r) {
+    std::span<float> row(logits.data() + r * vocab, vocab);
+    for (const auto& filter : filters) filter->apply(row, tokens[r]);
+  }
+  return decoder.update(tokens, logits, sum_logprobs);
+}
+
+std::vector<int32_t> flatten_columns(const TokenRows& rows, size_t begin, size_t end) {
+  std::vector<int32_t> flat;
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin() + begin, row.begin() + end);
+  return flat;
+}
+
+}  // namespace
+
+DecodingResult DecodingTask::run(Inference& inference) {
+  const SpecialTokens& s = vocab_.specials;
+  DecodingResult result;
+  result.temperature = options_.temperature;
+  result.language = options_.language;
+  if (options_.language.empty() && vocab_.multilingual) {
+    std::vector<float> probs = detect_language_probs(inference, s);
+    const size_t best = std::max_element(probs.begin(), probs.end()) - probs.begin();
+    for (size_t i = 0; i < probs.size(); ++i) result.language_probs[language_code(s.language_tokens[i])] = probs[i];
+    result.language = language_code(s.language_tokens[best]);
+    initial_tokens_[sot_index_ + 1] = s.language_tokens[best];
+  }
+
+  std::unique_ptr<TokenDecoder> decoder;
+  if (options_.beam_size > 0)
+    decoder = std::make_unique<BeamSearchDecoder>(options_.beam_size, s.eot, options_.patience);
+  else
+    decoder = std::make_unique<GreedyDecoder>(options_.temperature, s.eot, options_.seed);
+
+  TokenRows tokens(n_group_, initial_tokens_);
+  std::vector<double> sum_logprobs(n_group_, 0.0);
+  inference.begin(n_group_);
+  // The first forward runs up to <|startoftranscript|> to read the no-speech probability
+  // there, then the rest of the initial tokens; the cache makes this equal to one pass.
+  const size_t head = sot_index_ + 1;
+  std::vector<float> logits = inference.step(flatten_columns(tokens, 0, head), static_cast<int>(head));
+  if (s.no_speech >= 0) {
+    std::vector<float> logprobs;
+    log_softmax(std::span<const float>(logits.data(), logits.size() / n_group_), logprobs);
+    result.no_speech_prob = std::exp(logprobs.at(s.no_speech));
+  }
+  if (initial_tokens_.size() > head)
+    logits = inference.step(flatten_columns(tokens, head, initial_tokens_.size()),
+                            static_cast<int>(initial_tokens_.size() - head));
+
+  for (int i = 0; i < sample_len_; ++i) {
+    if (i > 0) logits = inference.step(flatten_columns(tokens, tokens[0].size() - 1, tokens[0].size()), 1);
+    StepResult step = filtered_step(filters_, *decoder, tokens, logits, sum_logprobs);
+    if (!step.source.empty()) inference.reorder(step.source);
+    if (step.completed || static_cast<int>(tokens[0].size()) > vocab_.n_text_ctx) break;
+  }
+
+  std::vector<Candidate> candidates = decoder->finalize(tokens, sum_logprobs);
+  std::vector<int> lengths;
+  std::vector<double> sums;
+  for (Candidate& c : candidates) {
+    auto first = c.tokens.begin() + sample_begin();
+    c.tokens = std::vector<int>(first, std::find(first, c.tokens.end(), s.eot));
+    lengths.push_back(static_cast<int>(c.tokens.size()));
+    sums.push_back(c.sum_logprob);
+  }
+  const int best = MaximumLikelihoodRanker(options_.length_penalty).rank(lengths, sums);
+  result.tokens = candidates[best].tokens;
+  result.sum_logprob = candidates[best].sum_logprob;
+  result.avg_logprob = result.sum_logprob / (result.tokens.size() + 1);
+  if (vocab_.decode_text) result.text = strip(vocab_.decode_text(result.tokens));
+  result.compression_ratio = compression_ratio(result.text);
+  return result;
+}
+
+}  // namespace hark

@@ -1,0 +1,118 @@
+#include "decode/logit_filters.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace hark {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+void mask_range(std::span<float> logits, int begin, int end) {
+  begin = std::max(begin, 0);
+  end = std::min(end, static_cast<int>(logits.size()));
+  for (int i = begin; i < end; ++i) logits[i] = kNegInf;
+}
+
+void mask_token(std::span<float> logits, int token) {
+  if (token >= 0 && token < static_cast<int>(logits.size())) logits[token] = kNegInf;
+}
+
+}  // namespace
+
+double log_sum_exp(std::span<const float> x) {
+  float peak = kNegInf;
+  for (float v : x) peak = std::max(peak, v);
+  if (peak == kNegInf) return -std::numeric_limits<double>::infinity();
+  double sum = 0;
+  for (float v : x) sum += std::exp(static_cast<double>(v) - peak);
+  return peak + std::log(sum);
+}
+
+void log_softmax(std::span<const float> logits, std::vector<float>& out) {
+  const double lse = log_sum_exp(logits);
+  out.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<float>(logits[i] - lse);
+}
+
+SuppressBlank::SuppressBlank(const SpecialTokens& specials, int sample_begin)
+    : blank_(specials.space), sample_begin_(sample_begin) {
+  blank_.push_back(specials.eot);
+}
+
+void SuppressBlank::apply(std::span<float> logits, std::span<const int> tokens) const {
+  if (static_cast<int>(tokens.size()) != sample_begin_) return;
+  for (int t : blank_) mask_token(logits, t);
+}
+
+SuppressTokens::SuppressTokens(std::vector<int> tokens) : tokens_(std::move(tokens)) {}
+
+void SuppressTokens::apply(std::span<float> logits, std::span<const int>) const {
+  for (int t : tokens_) mask_token(logits, t);
+}
+
+std::vector<int> resolve_suppress_tokens(const std::vector<int>& user, const std::vector<int>& non_speech,
+                                         const SpecialTokens& specials) {
+  std::vector<int> out;
+  const bool with_default = std::find(user.begin(), user.end(), -1) != user.end();
+  for (int t : user)
+    if (t >= 0) out.push_back(t);
+  if (with_default) out.insert(out.end(), non_speech.begin(), non_speech.end());
+  out.insert(out.end(), {specials.sot, specials.sot_prev, specials.sot_lm});
+  // The no-speech probability is read separately at the start-of-transcript position.
+  if (specials.no_speech >= 0) out.push_back(specials.no_speech);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+ApplyTimestampRules::ApplyTimestampRules(const SpecialTokens& specials, int sample_begin,
+                                         std::optional<int> max_initial_timestamp_index)
+    : specials_(specials), sample_begin_(sample_begin), max_initial_timestamp_index_(max_initial_timestamp_index) {}
+
+void ApplyTimestampRules::apply_pairing(std::span<float> logits, std::span<const int> sampled) const {
+  const int ts_begin = specials_.timestamp_begin;
+  const size_t n = sampled.size();
+  const bool last_was_timestamp = n >= 1 && sampled[n - 1] >= ts_begin;
+  const bool penultimate_was_timestamp = n < 2 || sampled[n - 2] >= ts_begin;
+  if (last_was_timestamp) {
+    if (penultimate_was_timestamp)
+      mask_range(logits, ts_begin, static_cast<int>(logits.size()));  // a pair is closed: text next
+    else
+      mask_range(logits, 0, specials_.eot);  // an open pair: timestamp or EOT next
+  }
+  int last_timestamp = -1;
+  for (int t : sampled)
+    if (t >= ts_begin) last_timestamp = t;
+  if (last_timestamp >= 0) {
+    // Timestamps never decrease, and a segment that was just opened may end at the same
+    // time only if it is the closing half of a pair; otherwise it must move forward so
+    // that decoding cannot loop on zero-length segments.
+    const int first_allowed = last_was_timestamp && !penultimate_was_timestamp ? last_timestamp : last_timestamp + 1;
+    mask_range(logits, ts_begin, first_allowed);
+  }
+}
+
+void ApplyTimestampRules::apply(std::span<float> logits, std::span<const int> tokens) const {
+  const int ts_begin = specials_.timestamp_begin;
+  mask_token(logits, specials_.no_timestamps);
+  const int begin = std::min<int>(sample_begin_, static_cast<int>(tokens.size()));
+  apply_pairing(logits, tokens.subspan(begin));
+
+  if (static_cast<int>(tokens.size()) == sample_begin_) {
+    mask_range(logits, 0, ts_begin);  // the first sampled token is a timestamp
+    if (max_initial_timestamp_index_)
+      mask_range(logits, ts_begin + *max_initial_timestamp_index_ + 1, static_cast<int>(logits.size()));
+  }
+
+  std::vector<float> logprobs;
+  log_softmax(logits, logprobs);
+  std::span<const float> lp(logprobs);
+  const double timestamp_logprob = log_sum_exp(lp.subspan(ts_begin));
+  float max_text_logprob = kNegInf;
+  for (int i = 0; i < ts_begin; ++i) max_text_logprob = std::max(max_text_logprob, lp[i]);
+  if (timestamp_logprob > max_text_logprob) mask_range(logits, 0, ts_begin);
+}
+
+}  // namespace hark

@@ -1,1 +1,0 @@
-// Anchor for the hark_decode library until its sources land.
