@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/cpu/gemv_half.h"
 #include "core/cpu/vector_math.h"
 
 namespace hark {
@@ -25,6 +26,12 @@ const float* CpuBackend::f32_weights(const Tensor& w) {
 
 void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
+  if (w.dtype() != DType::F32 && m <= kHalfGemvMaxRows) {
+    // Decoder steps: read the half-precision weights directly (half the bytes).
+    gemv_half(pool_, x.data<float>(), m, k, w.data<uint16_t>(), w.dtype(), n, bias ? f32_weights(*bias) : nullptr,
+              y.data<float>());
+    return;
+  }
   const float* wf = f32_weights(w);
   float* out = y.data<float>();
   float beta = 0.0f;

@@ -1,0 +1,108 @@
+// CPU kernels against straightforward double-precision loops on random data.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/ops.h"
+
+namespace hark {
+namespace {
+
+Tensor random_tensor(Shape shape, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  Tensor t = Tensor::empty(shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Tensor to_dtype(const Tensor& t, DType dtype) {
+  Tensor out = Tensor::empty(t.shape(), dtype);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.data<uint16_t>()[i] = dtype == DType::F16 ? float_to_half(t.data<float>()[i]) : float_to_bf16(t.data<float>()[i]);
+  return out;
+}
+
+double linear_ref(const Tensor& x, const Tensor& w, const Tensor& b, int64_t row, int64_t col) {
+  const int64_t k = x.dim(1);
+  std::vector<float> wf = w.to_vector();
+  double s = b.data<float>()[col];
+  for (int64_t i = 0; i < k; ++i) s += static_cast<double>(x.data<float>()[row * k + i]) * wf[col * k + i];
+  return s;
+}
+
+class LinearTest : public ::testing::TestWithParam<std::tuple<DType, int>> {};
+
+TEST_P(LinearTest, MatchesDoubleReference) {
+  auto [dtype, m] = GetParam();
+  std::mt19937 rng(42 + m);
+  auto be = make_cpu_backend({2});
+  Tensor x = random_tensor({m, 100}, rng), w32 = random_tensor({37, 100}, rng), b = random_tensor({37}, rng);
+  Tensor w = dtype == DType::F32 ? w32 : to_dtype(w32, dtype);
+  Tensor y = ops::linear(*be, x, w, &b);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < 37; ++c) EXPECT_NEAR(y.data<float>()[r * 37 + c], linear_ref(x, w, b, r, c), 2e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypesAndRows, LinearTest,
+                         ::testing::Combine(::testing::Values(DType::F32, DType::F16, DType::BF16),
+                                            ::testing::Values(1, 5, 9, 40)));
+
+TEST(CpuBackend, CausalAttentionMatchesReference) {
+  std::mt19937 rng(7);
+  auto be = make_cpu_backend({2});
+  const int heads = 2, hd = 8, tq = 3, tk = 5, d = heads * hd;
+  Tensor q = random_tensor({tq, d}, rng), k = random_tensor({tk, d}, rng), v = random_tensor({tk, d}, rng);
+  const int64_t offset = 2;  // query i sees keys 0..i+2
+  Tensor weights = Tensor::empty({heads, tq, tk});
+  Tensor out = ops::attention(*be, q, k, v, heads, true, offset, &weights);
+  for (int h = 0; h < heads; ++h) {
+    for (int i = 0; i < tq; ++i) {
+      std::vector<double> s(tk, 0);
+      double mx = -1e30, sum = 0;
+      const int visible = std::min<int>(tk, i + offset + 1);
+      for (int j = 0; j < visible; ++j) {
+        for (int c = 0; c < hd; ++c) s[j] += q.data<float>()[i * d + h * hd + c] * k.data<float>()[j * d + h * hd + c];
+        s[j] /= std::sqrt(static_cast<double>(hd));
+        mx = std::max(mx, s[j]);
+      }
+      for (int j = 0; j < visible; ++j) sum += (s[j] = std::exp(s[j] - mx));
+      for (int c = 0; c < hd; ++c) {
+        double o = 0;
+        for (int j = 0; j < visible; ++j) o += s[j] / sum * v.data<float>()[j * d + h * hd + c];
+        EXPECT_NEAR(out.data<float>()[i * d + h * hd + c], o, 1e-5);
+      }
+      EXPECT_EQ(weights.data<float>()[(h * tq + i) * tk + tk - 1], visible < tk ? 0.0f : weights.data<float>()[(h * tq + i) * tk + tk - 1]);
+    }
+  }
+}
+
+TEST(CpuBackend, Conv1dMatchesReference) {
+  std::mt19937 rng(3);
+  auto be = make_cpu_backend({1});
+  Tensor x = random_tensor({4, 11}, rng), w = random_tensor({6, 4, 3}, rng), b = random_tensor({6}, rng);
+  Tensor y = ops::conv1d(*be, x, w, b, 2, 1);
+  ASSERT_EQ(y.shape(), (Shape{6, 6}));
+  for (int co = 0; co < 6; ++co)
+    for (int t = 0; t < 6; ++t) {
+      double s = b.data<float>()[co];
+      for (int ci = 0; ci < 4; ++ci)
+        for (int kk = 0; kk < 3; ++kk) {
+          int src = t * 2 + kk - 1;
+          if (src >= 0 && src < 11) s += w.data<float>()[(co * 4 + ci) * 3 + kk] * x.data<float>()[ci * 11 + src];
+        }
+      EXPECT_NEAR(y.data<float>()[co * 6 + t], s, 1e-5);
+    }
+}
+
+TEST(CpuBackend, ShapeErrorsAreClear) {
+  auto be = make_cpu_backend({1});
+  Tensor x = Tensor::zeros({2, 3}), w = Tensor::zeros({4, 5});
+  EXPECT_THROW(ops::linear(*be, x, w, nullptr), Error);
+  std::vector<int32_t> ids = {9};
+  EXPECT_THROW(ops::embedding(*be, Tensor::zeros({3, 2}), ids), Error);
+  EXPECT_THROW(make_backend("tpu", {}), Error);
+}
+
+}  // namespace
+}  // namespace hark
