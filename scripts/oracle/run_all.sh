@@ -9,7 +9,7 @@ work=${GOLDEN_DIR:-/tmp/hark-goldens}
 out=${OUT:-/tmp/hark-oracle-out}
 mkdir -p "$work" "$out"
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(tokenizer mel model vad decoding)
+[ ${#parts[@]} -gt 0 ] || parts=(tokenizer mel model vad decoding loaders)
 pids=()
 for part in "${parts[@]}"; do
   [ -f "scripts/oracle/$part.py" ] || { echo "skip $part (no script)"; continue; }

@@ -38,7 +38,8 @@ WINDOW = 512
 CONTEXT = 64
 JIT_PATH = "tests/data/vad/silero_vad.jit"
 ONNX_PATH = "tests/data/vad/silero_vad.onnx"
-SAFETENSORS_PATH = "tests/data/vad/silero_vad_16k.safetensors"
+SAFETENSORS_PATH = "tests/data/vad/silero_vad_16k.safetensors"  # v6.2.1 weights: NOT those of the .jit/.onnx
+JIT_WEIGHTS_PATH = "tests/data/vad/silero_vad_16k_jit.safetensors"  # the .jit's own 16 kHz weights
 
 # Option sets for the segment goldens: the defaults plus variants that exercise the
 # threshold, the silence/speech durations, the padding merge rule and max-speech splitting.
@@ -117,6 +118,96 @@ def load_safetensors(path):
         assert info["dtype"] == "F32"
         tensors[name] = np.frombuffer(data[8 + n + a : 8 + n + b], dtype="<f4").reshape(info["shape"]).astype(np.float64)
     return tensors
+
+
+# silero_vad.jit's 16 kHz tensors under the names of silero_vad_16k.safetensors.
+JIT_TO_SAFETENSORS = {
+    "_model.stft.forward_basis_buffer": "stft_conv.weight",
+    "_model.encoder.0.reparam_conv.weight": "conv1.weight",
+    "_model.encoder.0.reparam_conv.bias": "conv1.bias",
+    "_model.encoder.1.reparam_conv.weight": "conv2.weight",
+    "_model.encoder.1.reparam_conv.bias": "conv2.bias",
+    "_model.encoder.2.reparam_conv.weight": "conv3.weight",
+    "_model.encoder.2.reparam_conv.bias": "conv3.bias",
+    "_model.encoder.3.reparam_conv.weight": "conv4.weight",
+    "_model.encoder.3.reparam_conv.bias": "conv4.bias",
+    "_model.decoder.rnn.weight_ih": "lstm_cell.weight_ih",
+    "_model.decoder.rnn.weight_hh": "lstm_cell.weight_hh",
+    "_model.decoder.rnn.bias_ih": "lstm_cell.bias_ih",
+    "_model.decoder.rnn.bias_hh": "lstm_cell.bias_hh",
+    "_model.decoder.decoder.2.weight": "final_conv.weight",
+    "_model.decoder.decoder.2.bias": "final_conv.bias",
+}
+
+
+def read_jit_weights(path):
+    """The 16 kHz weights stored in a TorchScript zip, read without torch (numpy + pickle)."""
+    import io
+    import pickle
+    import zipfile
+
+    archive = zipfile.ZipFile(path)
+    pkl = next(n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1)
+    root = pkl.rsplit("/", 1)[0]
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid):  # ('storage', type, key, location, numel)
+            return ("storage", pid[2])
+
+        def find_class(self, module, name):
+            if name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
+                return lambda storage, offset, size, stride, *rest: ("tensor", storage[1], offset, tuple(size), tuple(stride))
+            if module == "collections" and name == "OrderedDict":
+                import collections
+                return collections.OrderedDict
+
+            class Opaque:
+                def __init__(self, *args, **kwargs):
+                    pass
+
+                def __setstate__(self, state):
+                    self.state = state
+            return Opaque
+
+    obj = Unpickler(io.BytesIO(archive.read(pkl))).load()
+    found = {}
+
+    def walk(node, prefix):
+        state = getattr(node, "state", None)
+        if not isinstance(state, dict):
+            return
+        for key, value in state.items():
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, tuple) and value and value[0] == "tensor":
+                found[name] = value
+            elif hasattr(value, "state"):
+                walk(value, name)
+
+    walk(obj, "")
+    weights = {}
+    for jit_name, st_name in JIT_TO_SAFETENSORS.items():
+        _, key, offset, size, stride = found[jit_name]
+        raw = np.frombuffer(archive.read(f"{root}/data/{key}"), dtype="<f4")
+        numel = int(np.prod(size))
+        contiguous = tuple(int(np.prod(size[i + 1:])) for i in range(len(size)))
+        assert all(st == c or sz == 1 for st, c, sz in zip(stride, contiguous, size)), (jit_name, stride)
+        weights[st_name] = raw[offset:offset + numel].reshape(size).copy()
+    return weights
+
+
+def write_safetensors(path, weights, metadata):
+    header = {"__metadata__": metadata}
+    offset = 0
+    blobs = []
+    for name, array in weights.items():
+        blob = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def conv1d(x, w, b, stride, pad):
@@ -282,10 +373,32 @@ def jit_intermediates(model, torch, audio, n_chunks=4):
     return np.stack(mags).astype(np.float32), np.stack(feats).astype(np.float32)
 
 
+def jit_with_weights(torch, weights):
+    """silero_vad.jit with its 16 kHz tensors replaced by `weights` (the same graph, other weights)."""
+    model = torch.jit.load(JIT_PATH, map_location="cpu")
+    model.eval()
+    tensors = dict(model.named_parameters())
+    tensors.update(dict(model.named_buffers()))
+    with torch.no_grad():
+        for jit_name, st_name in JIT_TO_SAFETENSORS.items():
+            target = tensors[jit_name]
+            target.copy_(torch.from_numpy(weights[st_name].astype(np.float32)).reshape(target.shape))
+    return model
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", help="folder for the goldens")
+    parser.add_argument("--write-jit-weights", metavar="PATH",
+                        help="write the .jit's 16 kHz weights as safetensors (how %s was made) and exit" % JIT_WEIGHTS_PATH)
     args = parser.parse_args()
+    if args.write_jit_weights:
+        write_safetensors(args.write_jit_weights, read_jit_weights(JIT_PATH),
+                          {"source": "silero_vad.jit (silero-vad), 16 kHz branch, extracted by scripts/oracle/vad.py",
+                           "license": "MIT (snakers4/silero-vad)"})
+        return
+    if not args.out:
+        parser.error("--out is required")
     os.makedirs(args.out, exist_ok=True)
 
     try:
@@ -306,9 +419,21 @@ def main():
         print(f"[vad oracle] onnxruntime unavailable ({e})", file=sys.stderr)
         onnxruntime, session = None, None
 
-    run_numpy = numpy_model(load_safetensors(SAFETENSORS_PATH))
+    jit_weights = read_jit_weights(JIT_PATH)
+    committed = load_safetensors(JIT_WEIGHTS_PATH)
+    st_weights = load_safetensors(SAFETENSORS_PATH)
     summary = {"torch": getattr(torch, "__version__", None), "onnxruntime": getattr(onnxruntime, "__version__", None),
-               "numpy": np.__version__, "clips": {}, "option_sets": OPTION_SETS}
+               "numpy": np.__version__, "clips": {}, "option_sets": OPTION_SETS,
+               "committed_jit_weights_equal_jit": all(np.array_equal(committed[k], jit_weights[k].astype(np.float64))
+                                                      for k in jit_weights)}
+    run_numpy = numpy_model({k: v.astype(np.float64) for k, v in jit_weights.items()})
+    run_numpy_st = numpy_model(st_weights)
+    jit_st = None
+    if torch is not None:
+        try:
+            jit_st = jit_with_weights(torch, st_weights)
+        except Exception as e:
+            summary["jit_st_error"] = repr(e)
     segments = {}
     for name, (audio, synthetic) in make_clips().items():
         if synthetic:
@@ -316,16 +441,25 @@ def main():
         info = {"samples": int(len(audio)), "chunks": int((len(audio) + WINDOW - 1) // WINDOW)}
         ref = run_numpy(audio)
         np.save(os.path.join(args.out, f"{name}.numpy.npy"), ref)
+        ref_st = run_numpy_st(audio)
+        np.save(os.path.join(args.out, f"{name}.numpy_st.npy"), ref_st)
         probs_for_segments = ref
         if jit_model is not None:
             jp = jit_probs(jit_model, torch, audio)
             np.save(os.path.join(args.out, f"{name}.jit.npy"), jp)
             info["max_abs_jit_vs_numpy"] = float(np.abs(jp - ref).max())
             probs_for_segments = jp
+        if jit_st is not None:
+            jp_st = jit_probs(jit_st, torch, audio)
+            np.save(os.path.join(args.out, f"{name}.jit_st.npy"), jp_st)
+            info["max_abs_jit_st_vs_numpy_st"] = float(np.abs(jp_st - ref_st).max())
         if session is not None:
             op = onnx_probs(session, audio)
             np.save(os.path.join(args.out, f"{name}.onnx.npy"), op)
             info["max_abs_onnx_vs_numpy"] = float(np.abs(op - ref).max())
+            onnx_segments = get_speech_timestamps_from_probs([float(p) for p in op], len(audio))
+            info["onnx_default_segments_equal"] = onnx_segments == get_speech_timestamps_from_probs(
+                [float(p) for p in probs_for_segments], len(audio))
         info["segments_from"] = "jit" if jit_model is not None else "numpy"
         segments[name] = {
             key: get_speech_timestamps_from_probs([float(p) for p in probs_for_segments], len(audio), **opts)

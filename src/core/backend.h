@@ -1,6 +1,8 @@
 // The one interface every compute kernel sits behind. Model code calls these methods
 // (through the checked front ends in core/ops.h) and so is written once for the CPU and
-// CUDA backends. All tensors are contiguous and row-major.
+// CUDA backends. All tensors are contiguous and row-major. Activations live on the
+// backend's device; weights are passed as the checkpoint's host tensors (any float
+// dtype) and each backend keeps its own resident copy, made on first use.
 #pragma once
 
 #include <memory>
@@ -49,7 +51,16 @@ class Backend {
                          int64_t first_position, Tensor& out) = 0;
 
   // Copies src into dst (same element count), converting the dtype when they differ.
+  // Both live on this backend's device.
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
+
+  // y[C, R] = x[R, C]ᵀ.
+  virtual void transpose(const Tensor& x, Tensor& y) = 0;
+
+  // A copy of a host tensor on this backend's device (the CPU backend returns it as is).
+  virtual Tensor to_device(const Tensor& host) { return host; }
+  // A host copy of a tensor on this device (waits for pending work).
+  virtual Tensor to_host(const Tensor& t) { return t; }
 
   // Waits until all queued work on the device is done (no-op on the CPU).
   virtual void synchronize() {}

@@ -42,7 +42,6 @@ void gelu(Backend& be, Tensor& x) {
 
 void add(Backend& be, Tensor& x, const Tensor& y) {
   require_f32("add", x, "x");
-  if (y.dtype() != DType::F32) shape_error("add", "y must be f32, got " + y.describe());
   if (y.numel() != x.numel() && (y.numel() != x.dim(-1)))
     shape_error("add", "cannot add " + y.describe() + " to " + x.describe());
   be.add(x, y);
@@ -86,14 +85,11 @@ Tensor embedding(Backend& be, const Tensor& table, std::span<const int32_t> ids,
   return out;
 }
 
-Tensor transpose2d(const Tensor& x) {
-  Tensor src = x.to_f32();
-  const int64_t r = x.dim(0), c = x.dim(1);
-  Tensor y = Tensor::empty({c, r});
-  const float* s = src.data<float>();
-  float* d = y.data<float>();
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) d[j * r + i] = s[i * c + j];
+Tensor transpose(Backend& be, const Tensor& x) {
+  require_f32("transpose", x, "input");
+  if (x.rank() != 2) shape_error("transpose", "expected a 2-D tensor, got " + x.describe());
+  Tensor y = be.alloc({x.dim(1), x.dim(0)});
+  be.transpose(x, y);
   return y;
 }
 

@@ -15,7 +15,7 @@ Tensor attention(Backend& be, const Tensor& q, const Tensor& k, const Tensor& v,
                  int64_t causal_offset = 0, Tensor* weights = nullptr);
 Tensor embedding(Backend& be, const Tensor& table, std::span<const int32_t> ids, const Tensor* positions = nullptr,
                  int64_t first_position = 0);
-// Transpose a 2-D fp32 tensor (CPU-side helper for layout changes).
-Tensor transpose2d(const Tensor& x);
+// y = xᵀ for a 2-D activation.
+Tensor transpose(Backend& be, const Tensor& x);
 
 }  // namespace hark::ops

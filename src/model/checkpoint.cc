@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "model/loaders/loaders.h"
+#include "model/synthetic.h"
 
 namespace hark {
 
@@ -36,6 +37,13 @@ std::optional<CheckpointFormat> detect_checkpoint_format(const std::string& path
 
 std::shared_ptr<const Checkpoint> load_checkpoint(const std::string& path) {
   namespace fs = std::filesystem;
+  // "synthetic:tiny" (or ":base", ...): the seeded random-weight checkpoint of that shape.
+  const std::string synthetic_prefix = "synthetic:";
+  if (path.rfind(synthetic_prefix, 0) == 0) {
+    Checkpoint ckpt = make_synthetic_checkpoint(hparams_for_size(path.substr(synthetic_prefix.size())));
+    ckpt.path = path;
+    return std::make_shared<const Checkpoint>(std::move(ckpt));
+  }
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw Error(ErrorCode::NotFound, "[model] no checkpoint at '" + path +

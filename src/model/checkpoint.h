@@ -32,6 +32,7 @@ struct Checkpoint {
 std::optional<CheckpointFormat> detect_checkpoint_format(const std::string& path);
 
 // Loads any supported checkpoint; every tensor is checked against the hyper-parameters.
+// "synthetic:SIZE" gives the seeded random-weight checkpoint of an official shape.
 std::shared_ptr<const Checkpoint> load_checkpoint(const std::string& path);
 
 // Writes `checkpoint` to `out` (a directory for hf/mlx, a file for ggml) in `format`,

@@ -73,13 +73,13 @@ Tensor WhisperModel::encode(const Tensor& mel, int audio_ctx) {
     for (int m = 0; m < hp.n_mels; ++m)
       std::memcpy(input.data<float>() + m * 2 * n_ctx, mel.data<float>() + m * mel.dim(1), 2 * n_ctx * sizeof(float));
   }
-  Tensor c1 = ops::conv1d(be, input, w.get("encoder.conv1.weight"), w.get("encoder.conv1.bias"), 1, 1);
+  Tensor c1 = ops::conv1d(be, be.to_device(input), w.get("encoder.conv1.weight"), w.get("encoder.conv1.bias"), 1, 1);
   ops::gelu(be, c1);
   Tensor c2 = ops::conv1d(be, c1, w.get("encoder.conv2.weight"), w.get("encoder.conv2.bias"), 2, 1);
   ops::gelu(be, c2);
   // [d, T] → [T, d], then add the positional table.
-  Tensor x = ops::transpose2d(c2);
-  ops::add(be, x, w.get("encoder.positional_embedding").rows(0, n_ctx).to_f32());
+  Tensor x = ops::transpose(be, c2);
+  ops::add(be, x, w.get("encoder.positional_embedding").rows(0, n_ctx));
   for (int i = 0; i < hp.n_audio_layer; ++i) x = encoder_block(x, i);
   return layer_norm(be, w, x, "encoder.ln_post");
 }
@@ -201,7 +201,7 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
     }
   }
   Tensor normed = layer_norm(be, w, hidden, "decoder.ln");
-  Tensor logits = ops::linear(be, normed, w.get("decoder.token_embedding.weight"), nullptr);
+  Tensor logits = be.to_host(ops::linear(be, normed, w.get("decoder.token_embedding.weight"), nullptr));
   return all_positions ? logits.reshape({batch, n_new, hp.n_vocab}) : logits;
 }
 

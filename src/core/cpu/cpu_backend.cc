@@ -19,8 +19,9 @@ CpuBackend::CpuBackend(int threads) : pool_(threads > 0 ? threads : hardware_thr
 const float* CpuBackend::f32_weights(const Tensor& w) {
   if (w.dtype() == DType::F32) return w.data<float>();
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  auto it = f32_cache_.find(w.raw());
-  if (it == f32_cache_.end()) it = f32_cache_.emplace(w.raw(), w.to_f32(false)).first;
+  const auto key = std::make_pair(w.raw(), w.nbytes());
+  auto it = f32_cache_.find(key);
+  if (it == f32_cache_.end()) it = f32_cache_.emplace(key, w.to_f32(false)).first;
   return it->second.data<float>();
 }
 
@@ -65,7 +66,7 @@ void CpuBackend::gelu(Tensor& x) {
 
 void CpuBackend::add(Tensor& x, const Tensor& y) {
   float* a = x.data<float>();
-  const float* b = y.data<float>();
+  const float* b = f32_weights(y);
   const int64_t n = x.numel(), m = y.numel();
   if (m == n) {
     pool_.parallel_for(n, [&](int64_t begin, int64_t end) {
@@ -152,6 +153,20 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   } else {
     throw Error(ErrorCode::Internal, std::string("[cpu] copy to ") + dtype_name(dst.dtype()) + " is not supported");
   }
+}
+
+void CpuBackend::transpose(const Tensor& x, Tensor& y) {
+  const int64_t r = x.dim(0), c = x.dim(1);
+  const float* s = x.data<float>();
+  float* d = y.data<float>();
+  // Blocked so that both the reads and the writes stay within cache lines.
+  constexpr int64_t kBlock = 32;
+  pool_.parallel_for((c + kBlock - 1) / kBlock, [&](int64_t begin, int64_t end) {
+    for (int64_t cb = begin * kBlock; cb < std::min(c, end * kBlock); cb += kBlock)
+      for (int64_t rb = 0; rb < r; rb += kBlock)
+        for (int64_t j = cb; j < std::min(c, cb + kBlock); ++j)
+          for (int64_t i = rb; i < std::min(r, rb + kBlock); ++i) d[j * r + i] = s[i * c + j];
+  });
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {

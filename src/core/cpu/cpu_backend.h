@@ -3,7 +3,7 @@
 #pragma once
 
 #include <mutex>
-#include <unordered_map>
+#include <map>
 
 #include "core/backend.h"
 #include "core/thread_pool.h"
@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
   void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,
                  int64_t first_position, Tensor& out) override;
   void copy(const Tensor& src, Tensor& dst) override;
+  void transpose(const Tensor& x, Tensor& y) override;
 
   ThreadPool& pool() { return pool_; }
 
@@ -38,7 +39,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   std::mutex cache_mutex_;
-  std::unordered_map<const void*, Tensor> f32_cache_;
+  std::map<std::pair<const void*, size_t>, Tensor> f32_cache_;  // (address, bytes) → fp32 copy
 };
 
 }  // namespace hark

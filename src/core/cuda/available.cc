@@ -1,8 +1,8 @@
-// CUDA backend entry points. The kernels themselves arrive with the CUDA backend issue;
-// until then a CUDA build reports the GPU as present but the backend as not yet usable.
+// Entry points of a CUDA build: device discovery and the backend factory.
 #include <cuda_runtime.h>
 
 #include "core/backend.h"
+#include "core/cuda/cuda_backend.h"
 
 namespace hark {
 
@@ -12,11 +12,9 @@ bool cuda_available() {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device_index) {
-  if (!cuda_available()) {
+  if (!cuda_available())
     throw Error(ErrorCode::Unavailable, "[cuda] no CUDA device or driver found; use --device cpu");
-  }
-  throw Error(ErrorCode::Unavailable,
-              "[cuda] the CUDA backend is not implemented yet in this build; use --device cpu");
+  return std::make_unique<CudaBackend>(device_index);
 }
 
 }  // namespace hark

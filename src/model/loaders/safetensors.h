@@ -26,7 +26,7 @@ struct SafetensorsEntry {
 };
 
 struct SafetensorsHeader {
-  std::vector<SafetensorsEntry> entries;  // in header order
+  std::vector<SafetensorsEntry> entries;  // sorted by name
   std::map<std::string, std::string> metadata;
   size_t data_start = 0;
 };

@@ -58,23 +58,25 @@ Tensor every_nth_col(const float* row, int64_t n, int stride) {
   return Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
 }
 
-class ModelParity : public ::testing::TestWithParam<std::string> {};
+class ModelParity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(ModelParity, EncoderLogitsAndGreedyMatchTransformers) {
-  const std::string size = GetParam();
-  if (size != "tiny" && !std::getenv("HARK_PARITY_LARGE"))
-    GTEST_SKIP() << size << " runs only with HARK_PARITY_LARGE=1 (see docs/parity.md)";
+  const auto [size, device] = GetParam();
+  if (device == "cuda" && !cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  if (size != "tiny" && device == "cpu" && !std::getenv("HARK_PARITY_LARGE"))
+    GTEST_SKIP() << size << " runs on the CPU only with HARK_PARITY_LARGE=1 (see docs/parity.md)";
   Golden g;
   if (!load_golden(size, g)) GTEST_SKIP() << "no goldens in tests/data/golden/model (run scripts/oracle)";
 
   auto ckpt = std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hparams_for_size(size)));
-  std::shared_ptr<Backend> backend = make_cpu_backend({});
+  std::shared_ptr<Backend> backend = make_backend(device, {});
   WhisperModel model(ckpt, backend);
   const HParams& hp = model.hparams();
 
   auto audio = model.prepare_audio(g.mel);
   const int row_stride = g.meta["row_stride"], vocab_stride = g.meta["vocab_stride"];
-  const double enc_err = test::relative_l2(every_nth_row(audio->features, row_stride), g.encoder_rows);
+  const double enc_err =
+      test::relative_l2(every_nth_row(backend->to_host(audio->features), row_stride), g.encoder_rows);
   EXPECT_LE(enc_err, kTolerance) << "encoder output";
   RecordProperty("encoder_rel_l2", std::to_string(enc_err));
 
@@ -115,9 +117,11 @@ TEST_P(ModelParity, EncoderLogitsAndGreedyMatchTransformers) {
   EXPECT_EQ(produced, expected) << "oracle min top-2 margin " << g.meta["greedy_min_margin"];
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, ModelParity, ::testing::Values("tiny", "base", "large-v3-turbo"),
+INSTANTIATE_TEST_SUITE_P(Sizes, ModelParity,
+                         ::testing::Combine(::testing::Values("tiny", "base", "large-v3-turbo"),
+                                            ::testing::Values("cpu", "cuda")),
                          [](const auto& info) {
-                           std::string n = info.param;
+                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
                            for (auto& c : n) c = (c == '-' || c == '.') ? '_' : c;
                            return n;
                          });
