@@ -1,0 +1,275 @@
+"""GPU side of the toy model: clip store, batch assembly, the Whisper model, the training
+loop with a wall-clock deadline, and the fp16 Hugging Face export."""
+import json
+import math
+import multiprocessing
+import os
+import random
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import layout
+import tokens as T
+from mel import LogMel, N_SAMPLES
+
+RATE = layout.RATE
+MIN_CLIPS_PER_LANG = 64
+
+
+class ClipStore:
+    """All synthesized clips in one int16 tensor on the device, plus their metadata."""
+
+    def __init__(self, device, capacity_samples):
+        self.device = device
+        self.data = torch.zeros(capacity_samples, dtype=torch.int16, device=device)
+        self.used = 0
+        self.offset, self.length = [], []
+        self.table = layout.ClipTable()
+
+    def add(self, clip, lang, text, token_ids):
+        n = len(clip)
+        if n < RATE // 5 or n > int(layout.WINDOW_S * RATE) - RATE:
+            return False  # empty or absurdly long synthesis: skip
+        if self.used + n > self.data.numel():
+            grown = torch.zeros(max(self.data.numel() * 2, self.used + n), dtype=torch.int16, device=self.device)
+            grown[: self.used] = self.data[: self.used]
+            self.data = grown
+        self.data[self.used: self.used + n] = torch.from_numpy(clip).to(self.device)
+        self.offset.append(self.used)
+        self.length.append(n)
+        self.used += n
+        self.table.add(lang, n / RATE, text, token_ids)
+        return True
+
+
+def gather_audio(store, plans, rng, device):
+    """[B, 480000] float32 windows: clips placed per plan, random gains, mild noise."""
+    B = len(plans)
+    K = max(1, max(len(p["placements"]) + (p["cut"] is not None) for p in plans))
+    # Filled as numpy arrays: element-wise writes into torch tensors cost microseconds each.
+    start = np.full((B, K), N_SAMPLES + 1, dtype=np.int64)
+    length = np.zeros((B, K), dtype=np.int64)
+    source = np.zeros((B, K), dtype=np.int64)
+    gain = np.zeros((B, K), dtype=np.float32)
+    noise_std = np.zeros((B, 1), dtype=np.float32)
+    noise_end = np.zeros((B, 1), dtype=np.int64)
+    for b, plan in enumerate(plans):
+        placed = list(plan["placements"]) + ([plan["cut"]] if plan["cut"] is not None else [])
+        for k, (clip, t) in enumerate(placed):
+            s = int(round(t * RATE))
+            start[b, k] = s
+            length[b, k] = min(store.length[clip], N_SAMPLES - s)
+            source[b, k] = store.offset[clip]
+            gain[b, k] = rng.uniform(0.25, 1.6) / 16384.0  # clips are stored at peak 0.5
+        r = rng.random()
+        noise_std[b, 0] = 0.0 if r < 0.3 else math.exp(rng.uniform(math.log(1e-4), math.log(1.2e-2)))
+        noise_end[b, 0] = N_SAMPLES if rng.random() < 0.5 else int(plan["audio_end"] * RATE)
+    start, length, source, gain, noise_std, noise_end = (
+        torch.from_numpy(x) for x in (start, length, source, gain, noise_std, noise_end))
+    start, length, source, gain = (x.to(device, non_blocking=True) for x in (start, length, source, gain))
+    t = torch.arange(N_SAMPLES, device=device).expand(B, N_SAMPLES)
+    k = torch.searchsorted(start, t.contiguous(), right=True) - 1
+    kc = k.clamp(min=0)
+    rel = t - start.gather(1, kc)
+    valid = (k >= 0) & (rel < length.gather(1, kc))
+    index = (source.gather(1, kc) + rel).clamp(0, store.used - 1)
+    audio = torch.where(valid, store.data[index].float() * gain.gather(1, kc), 0.0)
+    noise = torch.randn(B, N_SAMPLES, device=device) * noise_std.to(device)
+    audio += torch.where(t < noise_end.to(device), noise, 0.0)
+    return audio
+
+
+def build_targets(plans, table, rng, device, p_timestamps=0.75):
+    seqs, masks = [], []
+    for plan in plans:
+        ids, mask_sot = layout.targets(plan, table, timestamps=rng.random() < p_timestamps)
+        seqs.append(ids)
+        masks.append(mask_sot)
+    L = max(len(s) for s in seqs) - 1
+    inputs = np.full((len(seqs), L), T.EOT, dtype=np.int64)
+    labels = np.full((len(seqs), L), -100, dtype=np.int64)
+    for b, (s, m) in enumerate(zip(seqs, masks)):
+        inputs[b, : len(s) - 1] = s[:-1]
+        labels[b, : len(s) - 1] = s[1:]
+        if m:
+            labels[b, 0] = -100
+    return torch.from_numpy(inputs).to(device), torch.from_numpy(labels).to(device)
+
+
+def build_model(args):
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+    cfg = WhisperConfig(
+        vocab_size=T.N_VOCAB, num_mel_bins=80, d_model=args.d_model,
+        encoder_layers=args.enc_layers, decoder_layers=args.dec_layers,
+        encoder_attention_heads=args.heads, decoder_attention_heads=args.heads,
+        encoder_ffn_dim=4 * args.d_model, decoder_ffn_dim=4 * args.d_model,
+        max_source_positions=1500, max_target_positions=448,
+        decoder_start_token_id=T.SOT, bos_token_id=T.EOT, eos_token_id=T.EOT, pad_token_id=T.EOT,
+        scale_embedding=False, tie_word_embeddings=True, activation_function="gelu",
+        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, use_cache=True,
+        begin_suppress_tokens=None, suppress_tokens=None)
+    try:
+        model = WhisperForConditionalGeneration(cfg)
+    except TypeError:
+        model = WhisperForConditionalGeneration._from_config(cfg)
+    try:  # memory-efficient attention for training; evaluation reloads with "eager"
+        model.set_attn_implementation("sdpa")
+    except Exception:
+        pass
+    return model
+
+
+def _drain(stream, store, meta, tok, block):
+    """Moves finished synthesis jobs into the store; returns False once all are in."""
+    while True:
+        try:
+            part = stream.next(timeout=30 if block else 0.0)
+        except multiprocessing.TimeoutError:
+            return True
+        except StopIteration:
+            return False
+        for index, clip in part:
+            m = meta[index]
+            store.add(clip, m["lang"], m["text"], tok.encode(" " + m["text"]))
+        block = False
+
+
+def _lr_factor(step, frac, warmup):
+    warm = min(1.0, (step + 1) / warmup)
+    return warm * (0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac))))
+
+
+def train(args, stream, meta, log, deadline):
+    import time
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    torch.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    tok = T.Tokenizer()
+    import transformers
+    gpu = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
+    log(f"device {device} ({gpu}), torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"tokenizer {tok.backend}")
+    store = ClipStore(device, capacity_samples=len(meta) * 5 * RATE)
+    model = build_model(args).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"model: {n_params / 1e6:.2f} M parameters (embedding {T.N_VOCAB * args.d_model / 1e6:.2f} M)")
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.98), eps=1e-6, **({"fused": True} if device.type == "cuda" else {}))
+    melspec = LogMel(device)
+    rng = random.Random(args.seed)
+    langs = sorted({m["lang"] for m in meta})
+    more = True
+    while more and min(len(store.table.by_lang.get(l, [])) for l in langs) < min(MIN_CLIPS_PER_LANG, args.train_clips):
+        more = _drain(stream, store, meta, tok, block=True)
+    t_start = time.time()
+    budget = max(1.0, deadline - t_start)
+    log(f"training starts with {len(store.length)} clips; budget {budget:.0f} s")
+    model.train()
+    step, losses, nan_steps, windows = 0, [], 0, 0
+    history = []
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    while time.time() < deadline:
+        if more:
+            more = _drain(stream, store, meta, tok, block=False)
+        plans = [layout.plan_window(rng, store.table, rng.choice(langs), layout.draw_kind(rng)) for _ in range(args.batch)]
+        with torch.no_grad():
+            feats = melspec(gather_audio(store, plans, rng, device))
+        inputs, labels = build_targets(plans, store.table, rng, device)
+        frac = (time.time() - t_start) / budget
+        for g in opt.param_groups:
+            g["lr"] = args.lr * _lr_factor(step, frac, args.warmup_steps)
+        with autocast:
+            logits = model(input_features=feats, decoder_input_ids=inputs, use_cache=False).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        windows += len(plans)
+        # Reading the loss waits for the GPU: only every 10th step, so the CPU can prepare
+        # the next batch while the GPU works.
+        value = loss.item() if step % 10 == 0 else None
+        if value is not None and not math.isfinite(value):
+            nan_steps += 1
+        losses.append(value)
+        if step % 50 == 0 or step == 1:
+            recent = [x for x in losses[-50:] if x is not None]
+            mean = sum(recent) / max(1, len(recent)) if recent else loss.item()
+            elapsed = time.time() - t_start
+            history.append({"step": step, "s": round(elapsed, 1), "loss": round(mean, 4), "clips": len(store.length)})
+            log(f"step {step:5d} loss {mean:.4f} lr {opt.param_groups[0]['lr']:.2e} clips {len(store.length)} "
+                f"{windows / elapsed:.0f} windows/s")
+    model.eval()
+    info = {"steps": step, "windows_seen": windows, "train_seconds": round(time.time() - t_start, 1),
+            "clips_used": len(store.length), "audio_hours": round(store.used / RATE / 3600, 2),
+            "nan_steps": nan_steps, "parameters": n_params, "loss_history": history,
+            "final_loss": history[-1]["loss"] if history else None}
+    log(f"training done: {info['steps']} steps, {windows} windows, {info['audio_hours']} h of clips")
+    return model, info
+
+
+def generation_config(alignment_heads, n_dec_layers, n_heads):
+    """Whisper's generation settings for the 51 865-token multilingual vocabulary."""
+    if not alignment_heads:  # until measured: every head of the upper half of the decoder
+        alignment_heads = [[l, h] for l in range(n_dec_layers // 2, n_dec_layers) for h in range(n_heads)]
+    return {
+        "decoder_start_token_id": T.SOT, "bos_token_id": T.EOT, "eos_token_id": T.EOT, "pad_token_id": T.EOT,
+        "max_length": 448, "begin_suppress_tokens": [220, T.EOT], "suppress_tokens": suppress_tokens(),
+        "no_timestamps_token_id": T.NOTIMESTAMPS, "prev_sot_token_id": T.STARTOFPREV,
+        "max_initial_timestamp_index": 50, "is_multilingual": True, "return_timestamps": False,
+        "lang_to_id": {f"<|{c}|>": T.lang_token(c) for c in T.LANGUAGES},
+        "task_to_id": {"transcribe": T.TRANSCRIBE, "translate": T.TRANSLATE},
+        "alignment_heads": alignment_heads, "median_filter_width": 7,
+    }
+
+
+def suppress_tokens():
+    """Tokens Whisper never samples: lone symbols and brackets that mark non-speech
+    annotations (OpenAI's rule: each symbol alone, and with a leading space when that is
+    one token; plus " -" and " '")."""
+    tok = T.Tokenizer()
+    symbols = list('"#()*+/:;<=>@[\\]^_`{|}~「」『』')
+    symbols += "<< >> <<< >>> -- --- -( -[ (' (\" (( )) ((( ))) [[ ]] {{ }} ♪♪ ♪♪♪".split()
+    miscellaneous = set("♩♪♫♬♭♮♯")
+    out = {tok.encode(" -")[0], tok.encode(" '")[0]}
+    for s in symbols + sorted(miscellaneous):
+        for ids in (tok.encode(s), tok.encode(" " + s)):
+            if len(ids) == 1 or s in miscellaneous:
+                out.add(ids[0])
+    return sorted(out)
+
+
+def export(model, out_dir, alignment_heads, log):
+    """fp16 safetensors + config.json + generation_config.json (Hugging Face layout)."""
+    import copy
+    os.makedirs(out_dir, exist_ok=True)
+    half = copy.deepcopy(model).to("cpu", torch.float16)
+    try:
+        half.save_pretrained(out_dir, safe_serialization=True)
+    except TypeError:
+        half.save_pretrained(out_dir)
+    write_generation_config(out_dir, alignment_heads, model.config.decoder_layers, model.config.decoder_attention_heads)
+    size = os.path.getsize(os.path.join(out_dir, "model.safetensors"))
+    log(f"exported to {out_dir}: model.safetensors {size / 2**20:.2f} MiB; files {sorted(os.listdir(out_dir))}")
+    return size
+
+
+def write_generation_config(out_dir, alignment_heads, n_dec_layers, n_heads):
+    cfg = generation_config(alignment_heads, n_dec_layers, n_heads)
+    path = os.path.join(out_dir, "generation_config.json")
+    existing = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            existing = json.load(f)
+    existing.update(cfg)
+    # Written by save_pretrained; when true, generate() rebuilds the settings from config.json
+    # and drops the Whisper fields above.
+    existing.pop("_from_model_config", None)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(existing, f, indent=2, sort_keys=True)

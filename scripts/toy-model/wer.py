@@ -1,0 +1,58 @@
+"""Word error rate for the toy model's evaluation.
+
+Text is normalised before scoring: lower case, punctuation removed (apostrophes inside
+words kept, so "o'clock" stays one word), whitespace collapsed. WER = (substitutions +
+deletions + insertions) / reference words, from a word-level Levenshtein alignment.
+
+  python3 scripts/toy-model/wer.py REFERENCE.txt HYPOTHESIS.txt   (one utterance a line)
+"""
+import re
+import sys
+import unicodedata
+
+
+def normalize(text):
+    text = unicodedata.normalize("NFC", text).lower()
+    text = re.sub(r"[^\w\s']", " ", text)
+    text = re.sub(r"(?<!\w)'|'(?!\w)", " ", text)
+    return text.split()
+
+
+def edit_distance(ref, hyp):
+    """Levenshtein distance between two word lists."""
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1]
+
+
+def corpus_wer(refs, hyps):
+    """(WER over all pairs, errors, reference words)."""
+    if len(refs) != len(hyps):
+        raise ValueError(f"[wer] {len(refs)} references but {len(hyps)} hypotheses")
+    errors = words = 0
+    for r, h in zip(refs, hyps):
+        rw, hw = normalize(r), normalize(h)
+        errors += edit_distance(rw, hw)
+        words += len(rw)
+    return (errors / words if words else 0.0), errors, words
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__)
+        return 2
+    with open(argv[1], encoding="utf-8") as f:
+        refs = f.read().splitlines()
+    with open(argv[2], encoding="utf-8") as f:
+        hyps = f.read().splitlines()
+    wer, errors, words = corpus_wer(refs, hyps)
+    print(f"WER {wer * 100:.2f} % ({errors} errors / {words} words)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
