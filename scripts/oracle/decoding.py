@@ -119,14 +119,17 @@ def long_audio():
 class Ref:
     """The synthetic model, the tokenizer and the special ids, as OpenAI names them."""
 
-    def __init__(self, device):
+    def __init__(self, device, model=None, alignment_heads=None):
         import torch
         import synthetic
         import tokenizer as tok
         self.torch = torch
         self.device = device
-        self.model = synthetic.build_hf_model(SIZE, device=device)
-        d, heads, n_enc, n_dec, n_mels, n_vocab = synthetic.SIZES[SIZE]
+        if model is None:
+            model = synthetic.build_hf_model(SIZE, device=device)
+        self.model = model
+        cfg = model.config
+        n_dec, heads, n_vocab = cfg.decoder_layers, cfg.decoder_attention_heads, cfg.vocab_size
         self.n_dec, self.heads, self.n_vocab = n_dec, heads, n_vocab
         self.num_languages = 100 if n_vocab >= 51866 else 99
         self.enc = tok.make_encoding("multilingual.tiktoken", self.num_languages)
@@ -147,7 +150,7 @@ class Ref:
         self.suppress = sorted(set(self.non_speech + [self.sot, self.sot_prev, self.sot_lm, self.no_speech]))
         # OpenAI's default alignment heads for an unofficial model: the last half of the
         # decoder layers, every head.
-        self.alignment_heads = [[l, h] for l in range(n_dec // 2, n_dec) for h in range(heads)]
+        self.alignment_heads = alignment_heads or [[l, h] for l in range(n_dec // 2, n_dec) for h in range(heads)]
 
     def decode_text(self, tokens):
         return self.enc.decode([t for t in tokens if t < self.eot])
@@ -511,6 +514,47 @@ def run_part(results, name, fn):
         json.dump(results, f, indent=1, default=float)
 
 
+TOY_DIR = os.path.join("models", "hark-toy-speech")
+
+
+def toy_parts(results, device, mel, window, out):
+    """The same checks on the project's trained toy checkpoint (real end of text,
+    timestamps and no-speech paths), with its measured alignment heads."""
+    if not os.path.isdir(TOY_DIR):
+        results["toy"] = {"error": "no models/hark-toy-speech"}
+        return
+    import torch
+    from transformers import WhisperForConditionalGeneration
+    with open(os.path.join(TOY_DIR, "generation_config.json")) as f:
+        heads = json.load(f).get("alignment_heads")
+    model = WhisperForConditionalGeneration.from_pretrained(TOY_DIR, attn_implementation="eager",
+                                                            dtype=torch.float32).to(device).eval()
+    ref = Ref(device, model=model, alignment_heads=heads)
+    results["toy_alignment_heads"] = ref.alignment_heads
+    enc = ref.encoder(window)
+    run_part(results, "toy_language_probs", lambda: language_probs(ref, enc))
+    run_part(results, "toy_greedy", lambda: openai_greedy(ref, enc))
+    run_part(results, "toy_beam5", lambda: openai_beam(ref, enc, 5))
+
+    def words():
+        g = results["toy_greedy"]
+        segs, _, _ = window_segments(ref, g["tokens"], 0.0, N_FRAMES)
+        alignment, matrix = find_alignment(ref, enc, [x for x in g["tokens"] if x < ref.eot], N_FRAMES)
+        np.save(os.path.join(out, "toy_alignment_matrix.npy"), matrix.astype(np.float32))
+        add_word_timestamps(ref, enc, segs, N_FRAMES, 0, 0.0)
+        return {"raw_alignment": alignment, "segments": segs}
+    run_part(results, "toy_words", words)
+    run_part(results, "toy_longform", lambda: openai_transcribe(ref, mel))
+    run_part(results, "toy_longform_words", lambda: openai_transcribe(ref, mel, word_timestamps=True))
+
+    def hf_greedy():
+        out_ = hf_generate(ref, window, return_timestamps=True, max_new_tokens=SAMPLE_LEN, num_beams=1,
+                           do_sample=False)
+        seq = out_[0] if not hasattr(out_, "sequences") else out_.sequences[0]
+        return {"tokens": hf_tokens(ref, seq.tolist())}
+    run_part(results, "toy_hf_greedy", hf_greedy)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -596,6 +640,11 @@ def main():
                               "tokens": [int(v) for v in s["tokens"].tolist()]} for s in segs]}
     run_part(results, "hf_longform", hf_long)
     run_part(results, "openai_longform_words", lambda: openai_transcribe(ref, mel, word_timestamps=True))
+    try:
+        toy_parts(results, device, mel, window, args.out)
+    except Exception as e:  # the synthetic goldens above stay valid
+        results["toy"] = {"error": f"{type(e).__name__}: {e}"}
+        traceback.print_exc()
 
     with open(os.path.join(args.out, "decoding.json"), "w") as f:
         json.dump(results, f, indent=1, default=float)

@@ -50,9 +50,14 @@ def read_wav16(path):
 
 def clips():
     jfk = read_wav16("tests/data/audio/jfk.wav")
+    out = {"jfk": jfk}
+    if not os.path.exists("tests/data/audio/ls-test.wav"):  # keep the jfk goldens if it is missing
+        print("WARNING: tests/data/audio/ls-test.wav missing: ls_test and concat33 skipped", file=sys.stderr)
+        return out
     ls = read_wav16("tests/data/audio/ls-test.wav")
-    concat = np.concatenate([jfk, ls, jfk, ls])[: 33 * SR].astype(np.float32)
-    return {"jfk": jfk, "ls_test": ls, "concat33": concat}
+    out["ls_test"] = ls
+    out["concat33"] = np.concatenate([jfk, ls, jfk, ls])[: 33 * SR].astype(np.float32)
+    return out
 
 
 def fallback_log_mel(audio, n_mels):
@@ -70,20 +75,24 @@ def fallback_log_mel(audio, n_mels):
     return ((log_spec + 4.0) / 4.0).astype(np.float32)
 
 
+def first_item(out):
+    out = np.asarray(out, dtype=np.float32)
+    return out[0] if out.ndim == 3 else out
+
+
 def np_extract(fe, audio):
+    # transformers >= 4.40: (waveform_batch, device) -> [batch, n_mels, frames]
     try:
-        out = fe._np_extract_fbank_features(audio[None, :], "cpu")
+        return first_item(fe._np_extract_fbank_features(audio[None, :], "cpu"))
     except TypeError:
-        out = fe._np_extract_fbank_features(audio[None, :])
-    return np.asarray(out, dtype=np.float32)[0]
+        return first_item(fe._np_extract_fbank_features(audio))
 
 
 def torch_extract(fe, audio):
     try:
-        out = fe._torch_extract_fbank_features(audio[None, :], "cpu")
+        return first_item(fe._torch_extract_fbank_features(audio[None, :], "cpu"))
     except TypeError:
-        out = fe._torch_extract_fbank_features(audio[None, :])
-    return np.asarray(out, dtype=np.float32)[0]
+        return first_item(fe._torch_extract_fbank_features(audio))
 
 
 def main():

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hark/error.h"
+
 namespace hark {
 
 inline constexpr int kSampleRate = 16000;          // what the model consumes

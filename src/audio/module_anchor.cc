@@ -1,1 +1,0 @@
-// Anchor for the hark_audio library until its sources land.
