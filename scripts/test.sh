@@ -11,26 +11,30 @@ fuzz_seconds=${HARK_FUZZ_SECONDS:-60}
 echo "== release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHARK_BUILD_TESTS=ON -DHARK_BENCH=ON >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs"
+summary=$(mktemp)
+ctest --test-dir build --output-on-failure -j "$jobs" | tee -a "$summary"
 
-echo "== address + undefined-behaviour sanitizers"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARK_CUDA=OFF -DHARK_BUILD_TESTS=ON \
-  -DHARK_SANITIZE="address;undefined" >/dev/null
+echo "== address + undefined-behaviour sanitizers (clang; the same build holds the fuzzers)"
+CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARK_CUDA=OFF \
+  -DHARK_BUILD_TESTS=ON -DHARK_FUZZ=ON -DHARK_SANITIZE="address;undefined" >/dev/null
 cmake --build build-asan -j "$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir build-asan --output-on-failure -j "$jobs" | tee -a "$summary"
 
-if [ -f tests/fuzz/CMakeLists.txt ] && command -v clang++ >/dev/null; then
-  echo "== fuzzers (${fuzz_seconds}s each)"
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARK_CUDA=OFF \
-    -DHARK_NATIVE=OFF -DHARK_BUILD_TESTS=ON -DHARK_FUZZ=ON -DHARK_SANITIZE="address;undefined" >/dev/null
-  cmake --build build-fuzz -j "$jobs" --target hark_fuzzers
-  for f in build-fuzz/tests/fuzz/fuzz_*; do
-    [ -x "$f" ] || continue
-    corpus="tests/fuzz/corpus/$(basename "$f")"
-    mkdir -p "build-fuzz/corpus-$(basename "$f")"
-    "$f" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 "build-fuzz/corpus-$(basename "$f")" \
-      $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -n 3
-  done
-fi
-echo "== all tests passed"
+echo "== fuzzers (${fuzz_seconds}s each)"
+for f in build-asan/fuzz/*; do
+  [ -x "$f" ] && [ -f "$f" ] || continue
+  name=$(basename "$f")
+  seeds=()
+  for d in "tests/fuzz/corpus/$name" "tests/fuzz/corpus/${name#fuzz_}"; do [ -d "$d" ] && seeds+=("$d"); done
+  dict=()
+  [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict=("-dict=tests/fuzz/${name#fuzz_}.dict")
+  mkdir -p "build-asan/corpus-$name"
+  echo "-- $name"
+  "$f" -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 "${dict[@]}" \
+    "build-asan/corpus-$name" "${seeds[@]}" 2>&1 | tail -n 2
+done
+# One closing line over both ctest runs: "N passed, N failed".
+total=$(grep -Eo 'tests failed out of [0-9]+' "$summary" | awk '{s += $5} END {print s + 0}')
+failed=$(grep -Eo '[0-9]+ tests failed out of' "$summary" | awk '{s += $1} END {print s + 0}')
+echo "tests: $((total - failed)) passed, $failed failed"
