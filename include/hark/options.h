@@ -38,6 +38,7 @@ struct TranscribeOptions {
   std::optional<float> hallucination_silence_threshold;  // seconds; needs word_timestamps
   uint64_t seed = 0;                      // sampling seed (deterministic runs)
   int audio_ctx = 0;                      // lab option: encode only the first n positions (0 = 1500)
+  int sample_len = 0;                     // lab option: most tokens sampled per window (0 = n_text_ctx / 2)
   bool faithful = false;                  // use the fp32 reference path even on a fast backend
 
   VadMode vad = VadMode::Off;

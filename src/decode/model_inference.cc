@@ -1,0 +1,23 @@
+#include "decode/model_inference.h"
+
+#include "hark/error.h"
+
+namespace hark {
+
+ModelInference::ModelInference(WhisperModel& model, std::shared_ptr<const AudioContext> audio)
+    : model_(model), audio_(std::move(audio)) {}
+
+void ModelInference::begin(int rows) { state_ = model_.new_state(audio_, rows); }
+
+std::vector<float> ModelInference::step(std::span<const int32_t> tokens, int n_new) {
+  if (!state_) throw Error(ErrorCode::Internal, "[decode] step() before begin()");
+  Tensor logits = model_.decode(*state_, tokens, n_new, false);
+  return model_.backend().to_host(logits).to_vector();
+}
+
+void ModelInference::reorder(std::span<const int> source) {
+  if (!state_) throw Error(ErrorCode::Internal, "[decode] reorder() before begin()");
+  model_.reorder(*state_, source);
+}
+
+}  // namespace hark

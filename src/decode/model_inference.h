@@ -1,0 +1,26 @@
+// The Inference of a DecodingTask backed by the real network: every row attends to the
+// same prepared audio window; beams are reordered in the model's cache without copying
+// the cross-attention K/V.
+#pragma once
+
+#include <memory>
+
+#include "decode/decoding_task.h"
+#include "model/whisper_model.h"
+
+namespace hark {
+
+class ModelInference : public Inference {
+ public:
+  ModelInference(WhisperModel& model, std::shared_ptr<const AudioContext> audio);
+  void begin(int rows) override;
+  std::vector<float> step(std::span<const int32_t> tokens, int n_new) override;
+  void reorder(std::span<const int> source) override;
+
+ private:
+  WhisperModel& model_;
+  std::shared_ptr<const AudioContext> audio_;
+  std::unique_ptr<DecoderState> state_;
+};
+
+}  // namespace hark

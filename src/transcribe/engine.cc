@@ -1,0 +1,145 @@
+// Engine::open and the engine that backs the CLI and the server: one checkpoint on one
+// device, the tokenizer for its vocabulary, and a SeekStreamingRun per transcription.
+#include "hark/engine.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "align/alignment_heads.h"
+#include "core/backend.h"
+#include "model/checkpoint.h"
+#include "model/whisper_model.h"
+#include "tokenizer/tokenizer.h"
+#include "transcribe/engine_factory.h"
+#include "transcribe/streaming_run.h"
+#include "vad/gate.h"
+#include "vad/speech_timestamps.h"
+
+namespace hark {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class WhisperEngine : public Engine {
+ public:
+  WhisperEngine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend, double load_ms)
+      : checkpoint_(checkpoint), model_(checkpoint, std::move(backend)), load_ms_(load_ms) {
+    tokenizer_ = Tokenizer::for_vocab_size(checkpoint->hparams.n_vocab);
+    vocab_ = make_decoding_vocabulary(*tokenizer_, checkpoint->hparams);
+    // Converted official weights (MLX, ggml) lose their heads; trust the table for them.
+    const bool official_shape = checkpoint->format != CheckpointFormat::HuggingFace;
+    heads_ = resolve_alignment_heads(*checkpoint, official_shape);
+  }
+
+  Transcript transcribe(std::span<const float> samples, const TranscribeOptions& options,
+                        const RunHooks& hooks) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    options.validate();
+    if (samples.size() < 1600)
+      throw Error(ErrorCode::AudioTooShort, "[transcribe] audio is shorter than 0.1 s; send more audio");
+    VadReport vad;
+    std::span<const float> audio = samples;
+    double offset = 0;
+    if (options.vad != VadMode::Off) {
+      vad::SpeechTimestampOptions vo;
+      vo.threshold = options.vad_threshold;
+      vo.min_speech_duration_ms = options.vad_min_speech_ms;
+      auto segments = vad::get_speech_timestamps(silero(), samples, vo);
+      for (const auto& s : segments) vad.segments.emplace_back(s.start / 16000.0, s.end / 16000.0);
+      vad.speech = vad::vad_gate(segments);
+      vad.trimmed_end = samples.size() / 16000.0;
+      if (!vad.speech) {
+        Transcript empty;
+        empty.language = options.language;
+        empty.duration = samples.size() / 16000.0;
+        empty.vad = vad;
+        empty.timings.total_ms = ms_since(t0);
+        return empty;
+      }
+      if (options.vad == VadMode::Trim) {
+        vad::TrimWindow w = vad::vad_trim(segments, static_cast<int64_t>(samples.size()));
+        audio = samples.subspan(w.begin, w.samples());
+        offset = w.offset_seconds();
+        vad.trimmed_start = offset;
+        vad.trimmed_end = w.end / 16000.0;
+      }
+    }
+    SeekStreamingRun run(context(), options, hooks);
+    run.set_expected_seconds(audio.size() / 16000.0);
+    run.feed(audio);
+    Transcript t = run.finish();
+    if (offset != 0) shift(t, offset);
+    t.duration = samples.size() / 16000.0;
+    t.vad = vad;
+    t.timings.load_ms = load_ms_;
+    t.timings.transcribe_ms = t.timings.total_ms = ms_since(t0);
+    return t;
+  }
+
+  std::unique_ptr<StreamingRun> stream(const TranscribeOptions& options, const RunHooks& hooks) override {
+    options.validate();
+    return std::make_unique<SeekStreamingRun>(context(), options, hooks);
+  }
+
+  std::string model_name() const override {
+    return std::filesystem::path(checkpoint_->path).filename().string();
+  }
+
+ private:
+  SeekLoopContext context() {
+    SeekLoopContext ctx;
+    ctx.model = &model_;
+    ctx.tokenizer = tokenizer_;
+    ctx.vocab = vocab_;
+    ctx.vocab.decode_text = [tok = tokenizer_](std::span<const int> t) { return tok->decode(t); };
+    ctx.alignment_heads = heads_;
+    ctx.split_words = [tok = tokenizer_](std::span<const int> tokens, const std::string& language,
+                                         std::vector<std::string>& words, std::vector<std::vector<int>>& word_tokens) {
+      tok->split_to_word_tokens(tokens, language, words, word_tokens);
+    };
+    return ctx;
+  }
+
+  static void shift(Transcript& t, double offset) {
+    for (Segment& s : t.segments) {
+      s.start += offset;
+      s.end += offset;
+      for (Word& w : s.words) {
+        w.start += offset;
+        w.end += offset;
+      }
+    }
+  }
+  const vad::SileroModel& silero() {
+    if (!silero_) silero_ = std::make_unique<vad::SileroModel>(vad::SileroModel::load_default());
+    return *silero_;
+  }
+
+  std::shared_ptr<const Checkpoint> checkpoint_;
+  WhisperModel model_;
+  double load_ms_ = 0;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  DecodingVocabulary vocab_;
+  AlignmentHeads heads_;
+  std::unique_ptr<vad::SileroModel> silero_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend) {
+  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), 0.0);
+}
+
+std::unique_ptr<Engine> Engine::open(const EngineOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.model.empty()) throw Error(ErrorCode::InvalidArgument, "[engine] no model given; pass a checkpoint path");
+  auto checkpoint = load_checkpoint(options.model);
+  BackendOptions bo;
+  bo.threads = options.threads;
+  std::shared_ptr<Backend> backend = make_backend(options.device, bo);
+  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), ms_since(t0));
+}
+
+}  // namespace hark

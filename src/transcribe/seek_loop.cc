@@ -1,0 +1,185 @@
+#include "transcribe/seek_loop.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "decode/model_inference.h"
+#include "hark/error.h"
+#include "tokenizer/tokenizer.h"
+#include "transcribe/segmenter.h"
+
+namespace hark {
+namespace {
+
+constexpr int kWindowFrames = 3000;
+
+std::string strip(const std::string& text) {
+  const char* ws = " \t\n\r\f\v";
+  const size_t b = text.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return text.substr(b, text.find_last_not_of(ws) - b + 1);
+}
+
+// A per-attempt sampling seed that depends only on the run seed and the window, so a
+// streamed run samples exactly what the batch run samples.
+uint64_t attempt_seed(uint64_t seed, int64_t seek, size_t attempt) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(seek) * 16 + attempt + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+DecodingVocabulary make_decoding_vocabulary(const Tokenizer& tokenizer, const HParams& hp) {
+  DecodingVocabulary v;
+  v.specials = SpecialTokens::from_tokenizer(tokenizer);
+  const auto& languages = whisper_languages();
+  for (int i = 0; i < tokenizer.num_languages() && i < static_cast<int>(languages.size()); ++i)
+    v.language_codes.push_back(languages[i].code);
+  v.non_speech = tokenizer.non_speech_tokens();
+  v.decode_text = [&tokenizer](std::span<const int> tokens) { return tokenizer.decode(tokens); };
+  v.multilingual = tokenizer.multilingual();
+  v.n_text_ctx = hp.n_text_ctx;
+  v.n_audio_ctx = hp.n_audio_ctx;
+  return v;
+}
+
+VocabularyReport fit_vocabulary(const std::vector<std::string>& terms, int budget,
+                                const std::function<std::vector<int>(const std::string&)>& encode,
+                                std::vector<int>& hint_tokens) {
+  VocabularyReport report;
+  report.budget = std::max(0, budget);
+  hint_tokens.clear();
+  for (const std::string& raw : terms) {
+    const std::string term = strip(raw);
+    if (term.empty()) continue;
+    // Terms are written " A, B, C": each piece is encoded on its own so the token count
+    // of the whole is exactly the sum of the pieces.
+    std::vector<int> piece = encode(hint_tokens.empty() ? " " + term : ", " + term);
+    if (static_cast<int>(hint_tokens.size() + piece.size()) <= report.budget) {
+      hint_tokens.insert(hint_tokens.end(), piece.begin(), piece.end());
+      report.included.push_back(term);
+    } else {
+      report.omitted.push_back(term);
+    }
+  }
+  report.tokens = static_cast<int>(hint_tokens.size());
+  return report;
+}
+
+SeekLoop::SeekLoop(SeekLoopContext context, TranscribeOptions options)
+    : ctx_(std::move(context)), options_(std::move(options)) {
+  if (!ctx_.model) throw Error(ErrorCode::InvalidArgument, "[transcribe] no model");
+  const Tokenizer* tok = ctx_.tokenizer.get();
+  if (!ctx_.vocab.multilingual) {
+    language_ = "en";
+  } else if (!options_.language.empty()) {
+    language_ = tok ? tok->language_code(tok->language_token(options_.language)) : options_.language;
+  }
+  std::vector<int64_t> points;
+  for (float ts : options_.clip_timestamps) points.push_back(static_cast<int64_t>(std::nearbyint(ts * kFramesPerSecond)));
+  if (points.empty()) points.push_back(0);
+  if (points.size() % 2 == 1) points.push_back(kUnknownLength);
+  for (size_t i = 0; i < points.size(); i += 2) clips_.emplace_back(points[i], points[i + 1]);
+  seek_ = clips_[0].first;
+
+  const int prompt_budget = ctx_.vocab.n_text_ctx / 2 - 1;  // 223 tokens
+  if (tok && !strip(options_.prompt).empty()) {
+    all_tokens_ = tok->encode(" " + strip(options_.prompt));
+    initial_prompt_len_ = all_tokens_.size();
+  }
+  if (!options_.vocabulary.empty()) {
+    if (!tok) throw Error(ErrorCode::InvalidArgument, "[transcribe] vocabulary hints need a tokenizer");
+    vocabulary_ = fit_vocabulary(options_.vocabulary, prompt_budget - static_cast<int>(initial_prompt_len_),
+                                 [tok](const std::string& s) { return tok->encode(s); }, hint_tokens_);
+  }
+}
+
+std::optional<int64_t> SeekLoop::next_window(int64_t content_frames) {
+  while (clip_index_ < clips_.size()) {
+    const int64_t start = clips_[clip_index_].first;
+    const int64_t end = std::min(clips_[clip_index_].second, content_frames);
+    if (seek_ < start) seek_ = start;
+    if (seek_ >= end) {
+      if (++clip_index_ < clips_.size()) seek_ = clips_[clip_index_].first;
+      continue;
+    }
+    return seek_;
+  }
+  return std::nullopt;
+}
+
+int SeekLoop::segment_size(int64_t content_frames) const {
+  const int64_t end = clip_index_ < clips_.size() ? clips_[clip_index_].second : content_frames;
+  return static_cast<int>(std::min<int64_t>({kWindowFrames, content_frames - seek_, end - seek_}));
+}
+
+void SeekLoop::detect_language(const Tensor& first_window_mel) {
+  if (!language_.empty()) return;
+  ModelInference inference(*ctx_.model, ctx_.model->prepare_audio(first_window_mel, options_.audio_ctx));
+  std::vector<float> probs = detect_language_probs(inference, ctx_.vocab.specials);
+  const size_t best = std::max_element(probs.begin(), probs.end()) - probs.begin();
+  for (size_t i = 0; i < probs.size() && i < ctx_.vocab.language_codes.size(); ++i)
+    language_probs_[ctx_.vocab.language_codes[i]] = probs[i];
+  language_ = best < ctx_.vocab.language_codes.size() ? ctx_.vocab.language_codes[best] : "en";
+}
+
+std::vector<int> SeekLoop::window_prompt() const {
+  std::vector<int> context(all_tokens_.begin() + std::min(prompt_reset_since_, all_tokens_.size()), all_tokens_.end());
+  if (hint_tokens_.empty()) return context;
+  // Hints sit last (nearest the transcript); the previous text fills what they leave.
+  const size_t room = static_cast<size_t>(ctx_.vocab.n_text_ctx / 2 - 1) - hint_tokens_.size();
+  if (context.size() > room) context.erase(context.begin(), context.end() - room);
+  context.insert(context.end(), hint_tokens_.begin(), hint_tokens_.end());
+  return context;
+}
+
+DecodingResult SeekLoop::decode_with_fallback(std::shared_ptr<const AudioContext> audio) {
+  const std::vector<float>& temperatures = options_.temperatures;
+  DecodingResult result;
+  for (size_t attempt = 0; attempt < temperatures.size(); ++attempt) {
+    const float t = temperatures[attempt];
+    DecodingOptions d;
+    d.task = options_.task;
+    d.language = language_;
+    d.temperature = t;
+    if (t > 0) {
+      d.best_of = options_.best_of;  // beam search only at T = 0
+    } else if (options_.beam_size > 0) {
+      d.beam_size = options_.beam_size;
+      d.patience = options_.patience;
+    }
+    d.length_penalty = options_.length_penalty;
+    d.prompt = window_prompt();
+    if (window_index_ == 0 && !options_.prefix.empty() && ctx_.tokenizer)
+      d.prefix = ctx_.tokenizer->encode(" " + strip(options_.prefix));
+    d.suppress_blank = options_.suppress_blank;
+    d.suppress_tokens = options_.suppress_tokens;
+    d.without_timestamps = options_.without_timestamps;
+    d.max_initial_timestamp = options_.max_initial_timestamp;
+    d.seed = attempt_seed(options_.seed, seek_, attempt);
+    d.sample_len = options_.sample_len;
+    ModelInference inference(*ctx_.model, audio);
+    result = DecodingTask(ctx_.vocab, d).run(inference);
+
+    bool needs_fallback = false;
+    if (options_.compression_ratio_threshold && result.compression_ratio > *options_.compression_ratio_threshold)
+      needs_fallback = true;  // too repetitive
+    if (options_.logprob_threshold && result.avg_logprob < *options_.logprob_threshold)
+      needs_fallback = true;  // average log-probability too low
+    if (options_.no_speech_threshold && result.no_speech_prob > *options_.no_speech_threshold &&
+        options_.logprob_threshold && result.avg_logprob < *options_.logprob_threshold)
+      needs_fallback = false;  // silence: no point in sampling
+    if (!needs_fallback) break;
+  }
+  return result;
+}
+
+std::string SeekLoop::text() const {
+  if (!ctx_.tokenizer) return "";
+  std::vector<int> tokens(all_tokens_.begin() + initial_prompt_len_, all_tokens_.end());
+  return ctx_.tokenizer->decode(tokens);
+}
+
+}  // namespace hark

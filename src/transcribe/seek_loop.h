@@ -1,0 +1,101 @@
+// The reference's long-form seek loop over 30 s windows, as a resumable object: the
+// caller supplies each window's mel when it has the audio for it (see StreamingRun), the
+// loop decodes it with the temperature fallback, cuts segments, adds word timings and
+// moves the seek point.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "align/word_timing.h"
+#include "decode/decoding_task.h"
+#include "hark/options.h"
+#include "hark/result.h"
+#include "model/whisper_model.h"
+
+namespace hark {
+
+class Tokenizer;
+
+inline constexpr int64_t kUnknownLength = std::numeric_limits<int64_t>::max();
+
+// Everything the loop needs from the model side.
+struct SeekLoopContext {
+  WhisperModel* model = nullptr;
+  std::shared_ptr<const Tokenizer> tokenizer;  // may be null in tests (then no text)
+  DecodingVocabulary vocab;
+  AlignmentHeads alignment_heads;
+  // Splits text tokens (+ EOT) into words for `language`; needed for word timestamps.
+  std::function<void(std::span<const int>, const std::string& language, std::vector<std::string>&,
+                     std::vector<std::vector<int>>&)>
+      split_words;
+};
+
+DecodingVocabulary make_decoding_vocabulary(const Tokenizer& tokenizer, const HParams& hp);
+
+// The 223-token prompt budget shared by the previous text and the vocabulary hints.
+VocabularyReport fit_vocabulary(const std::vector<std::string>& terms, int budget,
+                                const std::function<std::vector<int>(const std::string&)>& encode,
+                                std::vector<int>& hint_tokens);
+
+class SeekLoop {
+ public:
+  SeekLoop(SeekLoopContext context, TranscribeOptions options);
+
+  // The frame the next window starts at, after moving into the next clip when needed;
+  // nullopt when every clip is done for `content_frames` (kUnknownLength while streaming).
+  std::optional<int64_t> next_window(int64_t content_frames);
+  // Frames of real audio the next window will use (≤ 3000).
+  int segment_size(int64_t content_frames) const;
+
+  // Language detection on the first 30 s (mel [n_mels, 3000]); a no-op when the
+  // language was given. Must run before the first window when `needs_language()`.
+  bool needs_language() const { return language_.empty(); }
+  void detect_language(const Tensor& first_window_mel);
+
+  // Decodes the window at the current seek point. `mel` is [n_mels, 3000] whose frames
+  // past `segment_size` are zero. Returns the segments it made final.
+  std::vector<Segment> run_window(const Tensor& mel, int segment_size, int64_t content_frames);
+
+  int64_t seek() const { return seek_; }
+  const std::string& language() const { return language_; }
+  const std::map<std::string, float>& language_probs() const { return language_probs_; }
+  const std::vector<Segment>& segments() const { return segments_; }
+  const VocabularyReport& vocabulary() const { return vocabulary_; }
+  std::string text() const;  // all text after the initial prompt
+
+ private:
+  DecodingResult decode_with_fallback(std::shared_ptr<const AudioContext> audio);
+  std::vector<int> window_prompt() const;
+  void add_word_timestamps(std::vector<Segment>& current, std::shared_ptr<const AudioContext> audio,
+                           int segment_size, int64_t previous_seek, bool single_timestamp_ending,
+                           double window_end_time, int64_t content_frames, bool& skip_rest);
+  // The reference's hallucination_silence_threshold rules; true when the whole window
+  // is to be skipped (seek already moved past the silence).
+  bool skip_hallucinations(std::vector<Segment>& current, int64_t previous_seek, int segment_size,
+                           bool single_timestamp_ending, double window_end_time, int64_t content_frames);
+  void finish_window(std::vector<Segment>& current, const DecodingResult& result);
+
+  SeekLoopContext ctx_;
+  TranscribeOptions options_;
+  std::string language_;
+  std::map<std::string, float> language_probs_;
+  std::vector<std::pair<int64_t, int64_t>> clips_;  // [start, end) frames; end kUnknownLength = content end
+  size_t clip_index_ = 0;
+  int64_t seek_ = 0;
+  int window_index_ = 0;
+  std::vector<int> all_tokens_;
+  size_t initial_prompt_len_ = 0;
+  size_t prompt_reset_since_ = 0;
+  std::vector<int> hint_tokens_;
+  VocabularyReport vocabulary_;
+  double last_speech_timestamp_ = 0;
+  std::vector<Segment> segments_;
+};
+
+}  // namespace hark

@@ -1,0 +1,65 @@
+#include "transcribe/streaming_run.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "audio/mel.h"
+#include "hark/error.h"
+
+namespace hark {
+
+SeekStreamingRun::SeekStreamingRun(SeekLoopContext context, const TranscribeOptions& options, RunHooks hooks)
+    : loop_(context, options), mel_(context.model->hparams().n_mels), hooks_(std::move(hooks)), options_(options) {
+  // A window waits for its STFT context, and for enough audio after it that the
+  // hallucination rule's "near the end of the audio" test cannot change later.
+  const double threshold = options.hallucination_silence_threshold.value_or(0.0);
+  lookahead_samples_ = WindowMel::kRightContext + static_cast<int64_t>(std::ceil(std::max(0.0, threshold) * 16000)) + 160;
+}
+
+void SeekStreamingRun::feed(std::span<const float> samples) {
+  if (finished_) throw Error(ErrorCode::Conflict, "[transcribe] feed() after finish(); start a new run");
+  samples_.insert(samples_.end(), samples.begin(), samples.end());
+  process(false);
+}
+
+void SeekStreamingRun::process(bool final) {
+  const int64_t n = static_cast<int64_t>(samples_.size());
+  const int64_t content = final ? mel_content_frames(n) : kUnknownLength;
+  while (std::optional<int64_t> seek = loop_.next_window(content)) {
+    if (!final && n < (*seek + kWindowFrames) * kHopLength + lookahead_samples_) break;
+    if (hooks_.cancel && hooks_.cancel->load()) throw Error(ErrorCode::Cancelled, "[transcribe] cancelled");
+    if (loop_.needs_language()) {
+      if (!final && n < kWindowSamples + lookahead_samples_) break;
+      loop_.detect_language(mel_.window(samples_, 0));
+    }
+    const int size = loop_.segment_size(content);
+    Tensor mel = mel_.window(samples_, *seek);
+    zero_tail(mel, size);
+    std::vector<Segment> made = loop_.run_window(mel, size, content);
+    if (hooks_.on_segment)
+      for (const Segment& s : made) hooks_.on_segment(s);
+    if (hooks_.on_progress) {
+      const double total = final ? n / 16000.0 : expected_seconds_;
+      hooks_.on_progress(std::min<double>(loop_.seek() * 0.01, n / 16000.0), total);
+    }
+  }
+}
+
+Transcript SeekStreamingRun::finish() {
+  if (finished_) throw Error(ErrorCode::Conflict, "[transcribe] finish() called twice");
+  if (samples_.empty()) throw Error(ErrorCode::AudioTooShort, "[transcribe] no audio was fed; send at least 0.1 s");
+  if (loop_.needs_language()) loop_.detect_language(mel_.window(samples_, 0));
+  process(true);
+  finished_ = true;
+  Transcript t;
+  t.text = loop_.text();
+  t.language = loop_.language();
+  t.language_probs = loop_.language_probs();
+  t.task = options_.task == Task::Translate ? "translate" : "transcribe";
+  t.duration = samples_.size() / 16000.0;
+  t.segments = loop_.segments();
+  t.vocabulary = loop_.vocabulary();
+  return t;
+}
+
+}  // namespace hark

@@ -1,0 +1,38 @@
+// The StreamingRun behind Engine::stream() and Engine::transcribe(): keeps the samples,
+// and runs the seek loop on every window whose audio (plus a little look-ahead) is there.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hark/engine.h"
+#include "transcribe/seek_loop.h"
+#include "transcribe/window_mel.h"
+
+namespace hark {
+
+class SeekStreamingRun : public StreamingRun {
+ public:
+  SeekStreamingRun(SeekLoopContext context, const TranscribeOptions& options, RunHooks hooks);
+
+  void feed(std::span<const float> samples) override;
+  Transcript finish() override;
+  const std::vector<Segment>& segments() const override { return loop_.segments(); }
+  double fed_seconds() const override { return samples_.size() / 16000.0; }
+  // The audio length when the caller knows it up front (for progress reports).
+  void set_expected_seconds(double seconds) { expected_seconds_ = seconds; }
+
+ private:
+  void process(bool final);
+
+  SeekLoop loop_;
+  WindowMel mel_;
+  RunHooks hooks_;
+  TranscribeOptions options_;
+  std::vector<float> samples_;
+  int64_t lookahead_samples_ = 0;
+  bool finished_ = false;
+  double expected_seconds_ = 0;
+};
+
+}  // namespace hark

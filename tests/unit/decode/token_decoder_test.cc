@@ -1,0 +1,149 @@
+// Greedy, sampling and beam search on scripted log-probabilities, traced by hand.
+#include "decode/token_decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "decode/decoding_task.h"
+#include "hark/error.h"
+#include "scripted_inference.h"
+
+namespace hark {
+namespace {
+
+using testing::logprobs_with;
+using testing::ScriptedInference;
+using testing::tiny_vocabulary;
+
+// A Markov chain over the last token (start = <|notimestamps|>, 18):
+//   start → w0 .5 | w1 .4 | EOT .1;  w0 → EOT .9 | w2 .1;  w1 → EOT .2 | w3 .8;  w2, w3 → EOT
+std::vector<float> chain(const std::vector<int>& history) {
+  switch (history.back()) {
+    case 18: return logprobs_with(40, {{0, 0.5}, {1, 0.4}, {10, 0.1}});
+    case 0: return logprobs_with(40, {{10, 0.9}, {2, 0.1}});
+    case 1: return logprobs_with(40, {{10, 0.2}, {3, 0.8}});
+    default: return logprobs_with(40, {{10, 1.0}});
+  }
+}
+
+DecodingOptions chain_options() {
+  DecodingOptions o;
+  o.language = "en";
+  o.without_timestamps = true;
+  o.suppress_blank = false;
+  o.suppress_tokens = {};
+  return o;
+}
+
+TEST(BeamSearch, KeepsTheBestUnfinishedBeamsAndCollectsFinishedOnes) {
+  const DecodingVocabulary vocab = tiny_vocabulary();
+  DecodingOptions o = chain_options();
+  o.beam_size = 2;
+  DecodingTask task(vocab, o);
+  ScriptedInference inference(chain);
+  DecodingResult r = task.run(inference);
+  // Finished after step 2: [w0] (.45) and [w1] (.08); length-normalised, w0 wins.
+  EXPECT_EQ(r.tokens, std::vector<int>({0}));
+  EXPECT_NEAR(r.sum_logprob, std::log(0.45), 1e-5);
+  EXPECT_NEAR(r.avg_logprob, std::log(0.45) / 2, 1e-5);
+  // Step 2 keeps [w1 w3] (from row 1) then [w0 w2] (from row 0).
+  ASSERT_EQ(inference.reorders.size(), 2u);
+  EXPECT_EQ(inference.reorders[1], std::vector<int>({1, 0}));
+}
+
+TEST(BeamSearch, PatienceWaitsForMoreFinishedCandidates) {
+  const DecodingVocabulary vocab = tiny_vocabulary();
+  DecodingOptions o = chain_options();
+  o.beam_size = 2;
+  o.patience = 2.0f;  // four finished candidates: [w1 w3] (.32, length 2) now wins
+  DecodingTask task(vocab, o);
+  ScriptedInference inference(chain);
+  DecodingResult r = task.run(inference);
+  EXPECT_EQ(r.tokens, std::vector<int>({1, 3}));
+  EXPECT_NEAR(r.sum_logprob, std::log(0.32), 1e-5);
+}
+
+TEST(BeamSearch, LengthPenaltyZeroRanksByRawLogProbability) {
+  const DecodingVocabulary vocab = tiny_vocabulary();
+  DecodingOptions o = chain_options();
+  o.beam_size = 2;
+  o.patience = 2.0f;
+  o.length_penalty = 0.0f;
+  DecodingTask task(vocab, o);
+  ScriptedInference inference(chain);
+  EXPECT_EQ(task.run(inference).tokens, std::vector<int>({0}));
+}
+
+TEST(Ranker, GoogleNmtPenaltyAndTies) {
+  const std::vector<int> lengths = {1, 4};
+  const std::vector<double> sums = {-1.0, -3.0};
+  EXPECT_EQ(MaximumLikelihoodRanker(std::nullopt).rank(lengths, sums), 1);  // -1 vs -0.75
+  // alpha 1: -1/1 vs -3/1.5 = -2
+  EXPECT_EQ(MaximumLikelihoodRanker(1.0f).rank(lengths, sums), 0);
+  const std::vector<double> tied = {-2.0, -8.0};
+  EXPECT_EQ(MaximumLikelihoodRanker(std::nullopt).rank(lengths, tied), 0);  // first of equals
+}
+
+TEST(Greedy, TakesTheArgmaxAndStopsAtEot) {
+  const DecodingVocabulary vocab = tiny_vocabulary();
+  DecodingTask task(vocab, chain_options());
+  ScriptedInference inference(chain);
+  DecodingResult r = task.run(inference);
+  EXPECT_EQ(r.tokens, std::vector<int>({0}));
+  EXPECT_NEAR(r.sum_logprob, std::log(0.5) + std::log(0.9), 1e-5);
+  EXPECT_EQ(r.text, "w0");
+  EXPECT_EQ(r.temperature, 0.0);
+}
+
+TEST(Greedy, RowsThatReachedEotStayThereWithoutAddingLogProbability) {
+  GreedyDecoder decoder(0.0f, 10, 0);
+  TokenRows rows = {{18, 10}, {18}};
+  std::vector<double> sums = {-1.0, 0.0};
+  std::vector<float> logits(80, 0.0f);
+  logits[5] = 3.0f;        // row 0 would pick w5 but is finished
+  logits[40 + 10] = 3.0f;  // row 1 picks EOT
+  StepResult step = decoder.update(rows, logits, sums);
+  EXPECT_TRUE(step.completed);
+  EXPECT_EQ(rows[0].back(), 10);
+  EXPECT_EQ(sums[0], -1.0);
+  EXPECT_LT(sums[1], 0.0);
+}
+
+TEST(Sampling, SameSeedSameSamplesAndFrequenciesFollowTheDistribution) {
+  std::vector<float> logits = logprobs_with(40, {{0, 0.7}, {1, 0.3}});
+  int zeros = 0;
+  GreedyDecoder a(1.0f, 10, 42), b(1.0f, 10, 42);
+  for (int i = 0; i < 2000; ++i) {
+    TokenRows ra = {{18}}, rb = {{18}};
+    std::vector<double> sa = {0}, sb = {0};
+    a.update(ra, logits, sa);
+    b.update(rb, logits, sb);
+    ASSERT_EQ(ra[0].back(), rb[0].back());
+    zeros += ra[0].back() == 0;
+  }
+  EXPECT_NEAR(zeros / 2000.0, 0.7, 0.04);
+}
+
+TEST(Sampling, BestOfRanksIndependentSamples) {
+  const DecodingVocabulary vocab = tiny_vocabulary();
+  DecodingOptions o = chain_options();
+  o.temperature = 1.0f;
+  o.best_of = 5;
+  o.seed = 7;
+  DecodingTask task(vocab, o);
+  ScriptedInference inference(chain);
+  DecodingResult first = task.run(inference);
+  DecodingTask again(vocab, o);
+  EXPECT_EQ(again.run(inference).tokens, first.tokens);  // deterministic for a seed
+  EXPECT_EQ(task.n_group(), 5);
+  EXPECT_EQ(first.temperature, 1.0);
+}
+
+TEST(BeamSearch, RejectsImpossibleSettings) {
+  EXPECT_THROW({ BeamSearchDecoder d(0, 10, std::nullopt); }, Error);
+  EXPECT_THROW({ BeamSearchDecoder d(2, 10, 0.1f); }, Error);  // round(0.2) = 0 candidates
+}
+
+}  // namespace
+}  // namespace hark
