@@ -71,6 +71,8 @@ void scan_hark_models(const std::string& root, Collector& collect) {
   }
 }
 
+// huggingface_hub's layout: models--org--name/{blobs,refs,snapshots/<commit>/<file> -> blob}.
+// Blobs still downloading are named *.incomplete and not yet linked from a snapshot.
 void scan_hf_cache(const std::string& root, Collector& collect) {
   for (const auto& entry : Collector::sorted_entries(root)) {
     std::string name = entry.filename().string();

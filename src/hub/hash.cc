@@ -49,6 +49,8 @@ std::string Hasher::hex_digest() {
   return hex;
 }
 
+// Reads with stdio in 1 MiB blocks: hashing, not I/O, is the limit (OpenSSL uses SHA-NI
+// where the CPU has it).
 std::string hash_file(const std::string& path, HashKind kind) {
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);

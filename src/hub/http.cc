@@ -1,6 +1,7 @@
 #include "hub/http.h"
 
 #include <cctype>
+#include <exception>
 #include <mutex>
 
 #include <curl/curl.h>
@@ -26,6 +27,9 @@ struct Transfer {
   bool sink_refused = false;
   bool saw_first_response = false;
   bool in_first_response = true;
+  // An exception must not unwind through libcurl's C frames: it is parked here and
+  // rethrown once curl_easy_perform has returned.
+  std::exception_ptr failure;
 };
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
@@ -50,9 +54,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-size_t on_body(char* data, size_t size, size_t count, void* user) {
-  auto& t = *static_cast<Transfer*>(user);
-  size_t bytes = size * count;
+size_t deliver(Transfer& t, char* data, size_t bytes) {
   bool success = t.result->status >= 200 && t.result->status < 300;
   if (!t.sink || !success) {  // memory GETs, and error pages of streamed GETs
     if (t.sink && t.result->body.size() >= kMaxErrorBody) return bytes;
@@ -67,11 +69,26 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  try {
+    return deliver(t, data, size * count);
+  } catch (...) {
+    t.failure = std::current_exception();
+    return 0;
+  }
+}
+
 int on_progress(void* user, curl_off_t total, curl_off_t now, curl_off_t, curl_off_t) {
   auto& t = *static_cast<Transfer*>(user);
   bool success = t.result->status >= 200 && t.result->status < 300;
-  if (t.sink && t.sink->on_progress && success)
-    t.sink->on_progress(t.offset + static_cast<std::uint64_t>(now), total > 0 ? t.offset + total : 0);
+  try {
+    if (t.sink && t.sink->on_progress && success)
+      t.sink->on_progress(t.offset + static_cast<std::uint64_t>(now), total > 0 ? t.offset + total : 0);
+  } catch (...) {
+    t.failure = std::current_exception();
+    return 1;  // aborts the transfer
+  }
   return 0;
 }
 
@@ -97,7 +114,10 @@ TransferError classify(CURLcode code) {
 HttpResult perform(const std::string& url, std::uint64_t offset, const HttpConfig& config, const StreamSink* sink) {
   global_init_once();
   HttpResult result;
-  Transfer transfer{sink, &result, offset};
+  Transfer transfer;
+  transfer.sink = sink;
+  transfer.result = &result;
+  transfer.offset = offset;
   CURL* curl = curl_easy_init();
   if (!curl) throw Error(ErrorCode::Internal, "[hub] cannot create a libcurl handle");
   char error_text[CURL_ERROR_SIZE] = {0};
@@ -131,6 +151,7 @@ HttpResult perform(const std::string& url, std::uint64_t offset, const HttpConfi
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   CURLcode code = curl_easy_perform(curl);
   curl_easy_cleanup(curl);
+  if (transfer.failure) std::rethrow_exception(transfer.failure);
   result.error = transfer.sink_refused ? TransferError::Aborted : classify(code);
   if (result.error != TransferError::None) result.error_message = error_text[0] ? error_text : curl_easy_strerror(code);
   return result;

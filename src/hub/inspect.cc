@@ -93,7 +93,7 @@ void summarize_safetensors(const fs::path& file, WeightsSummary& out) {
   std::uint64_t data_end = 0;
   for (const auto& [name, tensor] : header.items()) {
     if (name == "__metadata__" || !tensor.is_object()) continue;
-    const auto& offsets = tensor.value("data_offsets", nlohmann::json::array());
+    const auto offsets = tensor.value("data_offsets", nlohmann::json::array());
     if (!offsets.is_array() || offsets.size() != 2) throw Rejected{file.filename().string() + ": bad tensor entry"};
     std::uint64_t begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
     data_end = std::max(data_end, end);
@@ -152,7 +152,9 @@ ModelInfo inspect_directory(const fs::path& dir) {
   if (mlx_layout) {
     if (config.contains("quantization")) throw Rejected{"quantized MLX weights are not supported"};
     info.format = CheckpointFormat::Mlx;
-    if (fs::exists(dir / "weights.safetensors")) summarize_safetensors(dir / "weights.safetensors", weights);
+    // Same file names, in the same order, as the MLX loader.
+    if (fs::exists(dir / "model.safetensors")) summarize_safetensors(dir / "model.safetensors", weights);
+    else if (fs::exists(dir / "weights.safetensors")) summarize_safetensors(dir / "weights.safetensors", weights);
     else if (fs::exists(dir / "weights.npz")) summarize_npz(dir / "weights.npz", weights);
     else throw Rejected{"no weights.safetensors or weights.npz next to config.json"};
   } else {
@@ -162,7 +164,8 @@ ModelInfo inspect_directory(const fs::path& dir) {
     } else if (fs::exists(dir / "model.safetensors.index.json")) {
       auto index = read_json(dir / "model.safetensors.index.json");
       std::set<std::string> shards;
-      for (const auto& [tensor, shard] : index.value("weight_map", nlohmann::json::object()).items())
+      const auto weight_map = index.value("weight_map", nlohmann::json::object());
+      for (const auto& [tensor, shard] : weight_map.items())
         if (shard.is_string()) shards.insert(shard.get<std::string>());
       if (shards.empty()) throw Rejected{"model.safetensors.index.json lists no shards"};
       for (const auto& shard : shards) summarize_safetensors(dir / shard, weights);
@@ -176,6 +179,7 @@ ModelInfo inspect_directory(const fs::path& dir) {
   return info;
 }
 
+// whisper.cpp header: magic, then eleven int32 hyper-parameters ending with ftype.
 ModelInfo inspect_ggml(const fs::path& file) {
   std::string header = read_bytes(file, 0, 48);
   if (le_u32(header.data()) != kGgmlMagic) throw Rejected{"not a ggml file (wrong magic)"};

@@ -1,1 +1,0 @@
-// Anchor for the hark_hub library until its sources land.
