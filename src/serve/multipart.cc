@@ -75,8 +75,8 @@ void parse_part_headers(std::string_view headers, FormPart& part) {
     std::string_view value = trim(line.substr(colon + 1));
     if (key == "content-disposition") {
       saw_disposition = true;
-      // Prefix the value with ';' so the parameter scanner sees "; name=..." everywhere.
-      std::string params = ";" + std::string(value.substr(std::min(value.find(';'), value.size())));
+      // Parameters start at the first ';' ("form-data; name=...; filename=...").
+      std::string params(value.substr(std::min(value.find(';'), value.size())));
       if (!header_param(params, "name", part.name))
         throw bad_request("[serve] malformed multipart body: a part has no name in Content-Disposition",
                           "invalid_multipart");

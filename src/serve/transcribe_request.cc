@@ -245,6 +245,12 @@ bool is_valid_utf8(std::string_view s) {
 }
 
 void TranscribeRequest::validate() const {
+  // The engine's own checks first, so HTTP and the CLI reject the same values alike.
+  try {
+    options.validate();
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
   if (options.beam_size > 1 && temperature_set && !options.temperatures.empty() && options.temperatures[0] > 0)
     throw bad_request("[serve] field 'beam_size' requires temperature 0 (beam search is deterministic); "
                       "drop 'temperature' or set it to 0");
@@ -290,7 +296,8 @@ TranscribeRequest parse_form_request(const std::vector<FormPart>& parts, Task ta
   TranscribeRequest req;
   req.options.task = task;
   const auto& table = field_table();
-  std::vector<std::string> granularities;
+  // Array fields arrive as repeated "name[]" parts (OpenAI's SDKs) and are applied once.
+  std::map<std::string, json, std::less<>> arrays;
   bool saw_file = false;
   for (const auto& part : parts) {
     std::string_view name = canonical_name(part.name);
@@ -300,13 +307,14 @@ TranscribeRequest parse_form_request(const std::vector<FormPart>& parts, Task ta
       req.audio = part.data;
       req.audio_name = part.filename;
       req.audio_content_type = part.content_type;
-    } else if (name == "timestamp_granularities") {
-      granularities.push_back(part.data);  // repeated field: collect, apply once
+    } else if (name != part.name || name == "timestamp_granularities") {
+      arrays[std::string(name)].push_back(part.data);
     } else if (auto it = table.find(name); it != table.end()) {
       it->second(req, json(part.data), limits);
     }
   }
-  if (!granularities.empty()) table.find("timestamp_granularities")->second(req, json(granularities), limits);
+  for (const auto& [name, values] : arrays)
+    if (auto it = table.find(name); it != table.end()) it->second(req, values, limits);
   if (!saw_file) throw bad_request("[serve] missing 'file': attach the audio as a multipart file field", "missing_file");
   if (req.audio.empty()) throw bad_request("[serve] the uploaded 'file' is empty", "invalid_audio");
   req.validate();

@@ -33,8 +33,8 @@ int base64_value(char c) {
   return -1;
 }
 
+// Appends the bytes of `in` to out; false when it is not base64.
 bool decode_base64(std::string_view in, std::string& out) {
-  out.clear();
   uint32_t acc = 0;
   int bits = 0;
   size_t padding = 0;
@@ -52,7 +52,8 @@ bool decode_base64(std::string_view in, std::string& out) {
       out.push_back(static_cast<char>((acc >> bits) & 0xFF));
     }
   }
-  return padding <= 2 && (in.size() % 4 == 0) && !out.empty();
+  // multilingual.tiktoken's rank 50256 is "=", the empty string (as Python's b64decode reads it).
+  return padding <= 2;
 }
 
 [[noreturn]] void bad_rank_file(const std::string& origin, size_t line, const std::string& what) {
@@ -63,9 +64,12 @@ bool decode_base64(std::string_view in, std::string& out) {
 }  // namespace
 
 RankTable RankTable::parse(std::string_view contents, const std::string& origin) {
-  std::vector<std::string> tokens;
+  struct Entry {
+    uint32_t offset, length;
+  };
+  std::string decoded;         // every token's bytes, in file order
+  std::vector<Entry> by_rank;  // where rank r's bytes are in `decoded`
   std::vector<bool> seen;
-  std::string bytes;
   size_t line_no = 0;
   for (size_t pos = 0; pos < contents.size();) {
     size_t eol = contents.find('\n', pos);
@@ -77,24 +81,38 @@ RankTable RankTable::parse(std::string_view contents, const std::string& origin)
     if (line.empty()) continue;
     size_t space = line.find(' ');
     if (space == std::string_view::npos) bad_rank_file(origin, line_no, "no space between token and rank");
-    if (!decode_base64(line.substr(0, space), bytes)) bad_rank_file(origin, line_no, "token is not base64");
+    size_t offset = decoded.size();
+    if (!decode_base64(line.substr(0, space), decoded)) bad_rank_file(origin, line_no, "token is not base64");
     std::string_view rank_text = line.substr(space + 1);
-    if (rank_text.empty() || rank_text.size() > 9 ||
-        !std::all_of(rank_text.begin(), rank_text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      bad_rank_file(origin, line_no, "rank is not a number");
-    size_t rank = std::stoul(std::string(rank_text));
-    if (rank >= tokens.size()) {
-      tokens.resize(rank + 1);
+    size_t rank = 0;
+    if (rank_text.empty() || rank_text.size() > 8) bad_rank_file(origin, line_no, "rank is not a number");
+    for (char c : rank_text) {
+      if (c < '0' || c > '9') bad_rank_file(origin, line_no, "rank is not a number");
+      rank = rank * 10 + static_cast<size_t>(c - '0');
+    }
+    if (rank >= by_rank.size()) {
+      by_rank.resize(rank + 1);
       seen.resize(rank + 1, false);
     }
     if (seen[rank]) bad_rank_file(origin, line_no, "rank " + std::to_string(rank) + " appears twice");
     seen[rank] = true;
-    tokens[rank] = bytes;
+    by_rank[rank] = {static_cast<uint32_t>(offset), static_cast<uint32_t>(decoded.size() - offset)};
   }
-  if (tokens.empty()) bad_rank_file(origin, line_no, "no ranks at all");
+  if (by_rank.empty()) bad_rank_file(origin, line_no, "no ranks at all");
   auto gap = std::find(seen.begin(), seen.end(), false);
   if (gap != seen.end()) bad_rank_file(origin, line_no, "rank " + std::to_string(gap - seen.begin()) + " is missing");
-  RankTable table = from_tokens(std::move(tokens));
+
+  // Lay the bytes out in rank order so that bytes(rank) is two array reads.
+  RankTable table;
+  table.arena_.reserve(decoded.size());
+  table.offsets_.reserve(by_rank.size() + 1);
+  table.offsets_.push_back(0);
+  for (const Entry& e : by_rank) {
+    table.arena_.append(decoded, e.offset, e.length);
+    table.offsets_.push_back(static_cast<uint32_t>(table.arena_.size()));
+  }
+  table.build_index(origin);
+  // BPE starts from single bytes, so without all 256 some text could not be encoded.
   for (int b = 0; b < 256; ++b) {
     char c = static_cast<char>(b);
     if (table.find(std::string_view(&c, 1)) == kMissing)
@@ -103,7 +121,7 @@ RankTable RankTable::parse(std::string_view contents, const std::string& origin)
   return table;
 }
 
-RankTable RankTable::from_tokens(std::vector<std::string> tokens) {
+RankTable RankTable::from_tokens(std::vector<std::string> tokens, const std::string& origin) {
   RankTable table;
   table.offsets_.reserve(tokens.size() + 1);
   table.offsets_.push_back(0);
@@ -111,11 +129,13 @@ RankTable RankTable::from_tokens(std::vector<std::string> tokens) {
     table.arena_ += t;
     table.offsets_.push_back(static_cast<uint32_t>(table.arena_.size()));
   }
-  table.build_index();
+  table.build_index(origin);
   return table;
 }
 
-void RankTable::build_index() {
+void RankTable::build_index(const std::string& origin) {
+  // Load factor under one half keeps probe chains short for the many failed lookups
+  // the merge loop makes (most byte pairs of a word are not tokens).
   size_t capacity = 16;
   while (capacity < 2 * static_cast<size_t>(size()) + 16) capacity *= 2;
   slots_.assign(capacity, Slot{});
@@ -130,13 +150,14 @@ void RankTable::build_index() {
         break;
       }
       if (s.hash == h && bytes(s.rank) == key)
-        throw Error(ErrorCode::ModelFormat, "[tokenizer] ranks " + std::to_string(s.rank) + " and " +
+        throw Error(ErrorCode::ModelFormat, "[tokenizer] " + origin + ": ranks " + std::to_string(s.rank) + " and " +
                                                 std::to_string(r) + " have the same bytes; the rank file is corrupt");
     }
   }
 }
 
 int RankTable::find(std::string_view key) const {
+  // The stored hash rejects almost every non-matching slot before any byte compare.
   uint32_t h = hash_bytes(key);
   for (uint32_t i = h & mask_;; i = (i + 1) & mask_) {
     const Slot& s = slots_[i];
@@ -168,6 +189,7 @@ void byte_pair_merge_scan(const RankTable& ranks, std::string_view piece, std::v
     return i + 3 < parts.size() ? pair_rank(ranks, piece, parts[i].start, parts[i + 3].start) : kNoRank;
   };
   while (parts.size() > 2) {
+    // Strict "<" keeps the leftmost of equal ranks, as tiktoken does.
     size_t best = 0;
     for (size_t i = 1; i + 1 < parts.size(); ++i)
       if (parts[i].rank < parts[best].rank) best = i;
@@ -216,6 +238,7 @@ void byte_pair_merge_heap(const RankTable& ranks, std::string_view piece, std::v
 
 void byte_pair_encode(const RankTable& ranks, std::string_view piece, std::vector<int>& out) {
   if (piece.empty()) return;
+  // Like tiktoken, a piece that is itself a token is never split, merges or not.
   if (int whole = ranks.find(piece); whole != RankTable::kMissing) {
     out.push_back(whole);
     return;

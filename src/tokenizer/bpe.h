@@ -14,8 +14,8 @@ class RankTable {
   // Parses a .tiktoken file ("<base64 bytes> <rank>" per line). Ranks must be exactly
   // 0..N-1 and every single byte must have one; otherwise ModelFormat.
   static RankTable parse(std::string_view contents, const std::string& origin);
-  // tokens[r] holds the bytes of rank r.
-  static RankTable from_tokens(std::vector<std::string> tokens);
+  // tokens[r] holds the bytes of rank r; origin names the source in errors.
+  static RankTable from_tokens(std::vector<std::string> tokens, const std::string& origin = "rank table");
 
   static constexpr int kMissing = -1;
   int find(std::string_view bytes) const;
@@ -29,7 +29,7 @@ class RankTable {
     uint32_t hash = 0;
     int32_t rank = kMissing;
   };
-  void build_index();
+  void build_index(const std::string& origin);
 
   std::string arena_;              // all token bytes, in rank order
   std::vector<uint32_t> offsets_;  // rank r spans arena_[offsets_[r], offsets_[r+1])

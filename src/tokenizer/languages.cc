@@ -50,6 +50,7 @@ int language_index(const std::string& code_or_name) {
       {"letzeburgesch", "lb"}, {"pushto", "ps"}, {"panjabi", "pa"},  {"moldavian", "ro"},
       {"moldovan", "ro"},  {"sinhalese", "si"}, {"castilian", "es"}, {"mandarin", "zh"},
   };
+  // Names resolve to codes first so "castilian" and "spanish" give the same token.
   for (const auto& [alias, code] : aliases)
     if (key == alias) key = code;
   const auto& languages = whisper_languages();

@@ -24,10 +24,15 @@ class Tokenizer {
   static std::shared_ptr<const Tokenizer> from_file(const std::string& tiktoken_path, int n_vocab);
 
   std::vector<int> encode(std::string_view text) const;       // plain text, no special tokens
-  std::string decode(std::span<const int> tokens) const;      // text tokens only (ids < eot)
+  // Whisper's decode(): timestamp tokens are dropped, other specials print their names,
+  // broken UTF-8 becomes U+FFFD. Callers pass text tokens (ids < eot) in practice.
+  std::string decode(std::span<const int> tokens) const;
   std::string decode_with_timestamps(std::span<const int> tokens) const;  // "<|1.08|>" marks kept
   std::string token_bytes(int id) const;                      // raw bytes of one text token
   std::string token_name(int id) const;                       // "<|en|>", "<|0.00|>", or the bytes
+  // Id of a special token by its name ("<|en|>", "<|notimestamps|>", "<|1.08|>");
+  // InvalidArgument when this vocabulary has no such token.
+  int special_token(std::string_view name) const;
 
   int n_vocab() const { return n_vocab_; }
   bool multilingual() const { return n_vocab_ >= 51865; }
@@ -60,6 +65,7 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
+  std::string_view token_view(int id) const;  // bytes or special name of a valid id, no copy
   struct Impl;
   std::shared_ptr<const Impl> impl_;
   int n_vocab_ = 0;

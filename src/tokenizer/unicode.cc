@@ -74,6 +74,8 @@ size_t decode_utf8_char(const unsigned char* p, size_t n, char32_t& cp) {
   } else {
     return 1;
   }
+  // A bad second byte makes the lead byte alone the ill-formed part; a later bad byte
+  // makes everything before it one part (one U+FFFD either way).
   if (n < 2 || !in_range(p[1], lo, hi)) return 1;
   char32_t value = b0 & (0xFF >> (len + 1));
   value = (value << 6) | (p[1] & 0x3F);
@@ -95,12 +97,14 @@ bool is_valid_utf8(std::string_view text) {
     }
     char32_t cp;
     size_t len = decode_utf8_char(p + i, n - i, cp);
+    // U+FFFD comes back for errors; a literal U+FFFD in the input is fine.
     if (cp == kReplacementChar && !(len == 3 && p[i] == 0xEF && p[i + 1] == 0xBF && p[i + 2] == 0xBD)) return false;
     i += len;
   }
   return true;
 }
 
+// Copies the well-formed characters unchanged so that a U+FFFD appears only for errors.
 std::string sanitize_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);

@@ -40,8 +40,8 @@ class SileroModel {
   // Reads the 16 kHz weights from a safetensors file (silero_vad_16k.safetensors:
   // stft_conv, conv1..conv4, lstm_cell, final_conv; fp32). Throws NotFound / ModelFormat.
   static SileroModel load(const std::string& path);
-  // The bundled weights: asset "silero_vad_16k.safetensors" ($HARK_ASSETS, <exe>/../share/hark,
-  // the source tree's assets/), else the copy under tests/data/vad of the source tree.
+  // The bundled weights: asset "silero_vad_16k_jit.safetensors" ($HARK_ASSETS,
+  // <exe>/../share/hark, the source tree's assets/), else tests/data/vad/ of the source tree.
   static std::string default_weights_path();
   static SileroModel load_default() { return load(default_weights_path()); }
 

@@ -21,7 +21,7 @@ struct RawTensor {
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
   throw Error(ErrorCode::ModelFormat, "[vad] '" + path + "' is not a Silero VAD 16 kHz safetensors file: " + what +
-                                          "; use silero_vad_16k.safetensors from silero-vad 6.2");
+                                          "; use silero_vad_16k_jit.safetensors (or silero-vad 6.2's silero_vad_16k.safetensors)");
 }
 
 std::map<std::string, RawTensor> parse_safetensors(const MappedFile& file) {
@@ -90,6 +90,7 @@ SileroWeights read_silero_weights(const std::string& path) {
     block.stride = strides[i];
     block.weight = take(tensors, path, prefix + ".weight", {block.c_out, block.c_in, 3});
     block.bias = take(tensors, path, prefix + ".bias", {block.c_out});
+    block.packed = pack_weights(block.weight.data(), block.c_out, block.c_in * 3, block.bias.data());
   }
   w.w_ih = take(tensors, path, "lstm_cell.weight_ih", {kGates, kHiddenSize});
   std::vector<float> w_hh = take(tensors, path, "lstm_cell.weight_hh", {kGates, kHiddenSize});
@@ -98,13 +99,17 @@ SileroWeights read_silero_weights(const std::string& path) {
     for (int k = 0; k < kHiddenSize; ++k) w.w_hh_t[k * kGates + g] = w_hh[g * kHiddenSize + k];
   w.b_ih = take(tensors, path, "lstm_cell.bias_ih", {kGates});
   w.b_hh = take(tensors, path, "lstm_cell.bias_hh", {kGates});
+  w.stft_packed = pack_weights(w.stft_basis.data(), 2 * kFreqBins, kFilterLength, nullptr);
+  w.w_ih_packed = pack_weights(w.w_ih.data(), kGates, kHiddenSize, w.b_ih.data());
   w.head_w = take(tensors, path, "final_conv.weight", {1, kHiddenSize, 1});
   w.head_b = take(tensors, path, "final_conv.bias", {1})[0];
   return w;
 }
 
 std::string SileroModel::default_weights_path() {
-  constexpr const char* kName = "silero_vad_16k.safetensors";
+  // The 16 kHz weights of silero_vad.jit/.onnx (the reference the port is proven against);
+  // silero_vad_16k.safetensors from silero-vad 6.2.1 holds different weights.
+  constexpr const char* kName = "silero_vad_16k_jit.safetensors";
   std::error_code ec;
   const std::string asset = assets_dir() + "/" + kName;
   if (std::filesystem::exists(asset, ec)) return asset;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vad/row_gemm.h"
 #include "vad/silero.h"
 
 namespace hark::vad {
@@ -22,12 +23,15 @@ struct ConvBlockWeights {
   int stride = 1;
   std::vector<float> weight;  // [c_out][c_in · 3], PyTorch's [c_out, c_in, 3] flattened
   std::vector<float> bias;    // [c_out]
+  PackedWeights packed;       // the same for row_gemm (im2col rows · weightᵀ + bias)
 };
 
 struct SileroWeights {
   std::vector<float> stft_basis;  // [258][256]: 129 real rows, then 129 imaginary rows
+  PackedWeights stft_packed;
   std::array<ConvBlockWeights, 4> conv;
   std::vector<float> w_ih;    // [512][128]
+  PackedWeights w_ih_packed;  // with b_ih as its bias
   std::vector<float> w_hh_t;  // W_hhᵀ [128][512], so the recurrence is 128 row AXPYs
   std::vector<float> b_ih;    // [512]
   std::vector<float> b_hh;    // [512]

@@ -3,6 +3,7 @@
 # and CLI misuse fails with a clear message and the documented exit codes.
 set -uo pipefail
 hark=$1
+err=$(mktemp)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 passed=0 failed=0
 check() {  # name, condition result
@@ -14,16 +15,16 @@ text=$(printf '%s' "$out" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
 [ "$text" = "Please call Brahe before 6 o'clock tomorrow." ]
 check "main job text (got: '$text')" $?
 
-"$hark" transcribe "$root/tests/data/toy-eval/en-single-00.wav" --model /nonexistent/model >/dev/null 2>"$root/build-cli-err.txt"
+"$hark" transcribe "$root/tests/data/toy-eval/en-single-00.wav" --model /nonexistent/model >/dev/null 2>"$err"
 rc=$?
-[ $rc -ne 0 ] && grep -q "hark: error" "$root/build-cli-err.txt"
+[ $rc -ne 0 ] && grep -q "hark: error" "$err"
 check "missing model is a clear error (rc $rc)" $?
 
-"$hark" transcribe /nonexistent.wav --model "$root/models/hark-toy-speech" >/dev/null 2>"$root/build-cli-err.txt"
+"$hark" transcribe /nonexistent.wav --model "$root/models/hark-toy-speech" >/dev/null 2>"$err"
 rc=$?
-[ $rc -ne 0 ] && grep -q "hark: error" "$root/build-cli-err.txt"
+[ $rc -ne 0 ] && grep -q "hark: error" "$err"
 check "missing audio is a clear error (rc $rc)" $?
-rm -f "$root/build-cli-err.txt"
+rm -f "$err"
 
 "$hark" probe "$root/tests/data/audio/jfk.wav" >/dev/null 2>&1
 check "probe runs" $?

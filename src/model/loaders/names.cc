@@ -73,6 +73,7 @@ std::string replace_once(std::string s, const std::string& from, const std::stri
 
 }  // namespace
 
+// Table-driven in both directions so the two mappings cannot drift apart.
 std::optional<std::string> hf_to_internal(const std::string& hf_name) {
   const std::string name = starts_with(hf_name, "model.") ? hf_name.substr(6) : hf_name;
   std::string side, index, module, leaf;
@@ -97,6 +98,7 @@ std::string internal_to_hf(const std::string& name) {
   throw Error(ErrorCode::Internal, "[convert] no Hugging Face name for tensor '" + name + "'");
 }
 
+// ".mlp1." cannot occur in any other internal name, so plain substitution is safe.
 std::string mlx_to_internal(const std::string& mlx_name) {
   return replace_once(replace_once(mlx_name, ".mlp1.", ".mlp.0."), ".mlp2.", ".mlp.2.");
 }

@@ -84,6 +84,8 @@ void apply_zip64_extra(const Reader& r, uint64_t extra, uint64_t extra_len, Memb
   }
 }
 
+// The central directory is authoritative: numpy writes local headers with zip64
+// placeholders (force_zip64) and sizes that may only be final in the directory.
 std::vector<Member> read_directory(const Reader& r) {
   const Directory d = find_directory(r);
   if (d.entries > d.size / 46) bad(r.what, "central directory claims more members than it can hold");
@@ -236,6 +238,7 @@ std::string end_records(uint64_t count, uint64_t cd_offset, uint64_t cd_size) {
 }  // namespace
 
 void write_npz(const std::string& path, const std::vector<NamedTensor>& tensors, DType dtype) {
+  // One member in memory at a time: the CRC must precede the data in the local header.
   write_file_atomically(path, [&](std::FILE* f) {
     std::string central;
     uint64_t offset = 0;

@@ -97,6 +97,7 @@ SafetensorsHeader parse_safetensors_header(const unsigned char* data, size_t siz
   SafetensorsHeader out;
   out.data_start = 8 + static_cast<size_t>(header_len);
   const size_t data_size = size - out.data_start;
+  // Offsets in the header are relative to the data section; entries store absolute ones.
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
       if (!value.is_object()) bad(what, "__metadata__ is not an object");

@@ -9,6 +9,7 @@
 namespace hark::loaders {
 
 Tensor cast_tensor(const Tensor& t, DType dtype) {
+  // Going through f32 is exact for every source dtype, so f16 <-> bf16 rounds only once.
   if (t.dtype() == dtype) return t;
   if (dtype == DType::I32 || t.dtype() == DType::I32)
     throw Error(ErrorCode::Internal, "[model] cannot convert " + t.describe() + " to " + dtype_name(dtype));
@@ -27,6 +28,7 @@ Tensor cast_tensor(const Tensor& t, DType dtype) {
 }
 
 Tensor view_or_copy(const std::shared_ptr<MappedFile>& file, const unsigned char* data, Shape shape, DType dtype) {
+  // The mapping is read-only (PROT_READ); weights are never written through these views.
   const size_t align = dtype_size(dtype);
   if (reinterpret_cast<uintptr_t>(data) % align == 0)
     return Tensor::view(const_cast<unsigned char*>(data), std::move(shape), dtype, file);
@@ -43,6 +45,7 @@ Tensor swap_last_axes(const Tensor& t) {
   Tensor out = Tensor::empty({a, c, b}, t.dtype());
   const auto* src = static_cast<const unsigned char*>(t.raw());
   auto* dst = static_cast<unsigned char*>(out.raw());
+  // Byte-wise element moves keep this one routine valid for f32, f16 and bf16 alike.
   for (int64_t i = 0; i < a; ++i)
     for (int64_t j = 0; j < b; ++j)
       for (int64_t k = 0; k < c; ++k)
@@ -80,6 +83,7 @@ void write_bytes(std::FILE* f, const void* data, size_t size, const std::string&
 }
 
 void write_file_atomically(const std::string& path, const std::function<void(std::FILE*)>& writer) {
+  // rename() within one directory is atomic: readers see the old file or the whole new one.
   const std::string tmp = path + ".partial";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw Error(ErrorCode::Io, "[convert] cannot create '" + tmp + "': " + std::strerror(errno));
@@ -149,6 +153,7 @@ void read_generation_config(const std::string& dir, Checkpoint& ckpt) {
 }
 
 void write_generation_config(const std::string& dir, const Checkpoint& ckpt) {
+  // Start from what the source carried so token ids and suppress lists survive a conversion.
   nlohmann::json config = ckpt.generation_config.is_object() ? ckpt.generation_config : nlohmann::json::object();
   if (!ckpt.alignment_heads.empty()) {
     nlohmann::json heads = nlohmann::json::array();

@@ -1,1 +1,0 @@
-// Anchor for the hark_serve library until its sources land.

@@ -1,1 +1,0 @@
-// Anchor for the hark_tokenizer library until its sources land.

@@ -1,1 +1,0 @@
-// Anchor for the hark_vad library until its sources land.
