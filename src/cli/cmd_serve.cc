@@ -1,8 +1,8 @@
 // hark serve [MODEL]: the OpenAI-compatible transcription server (src/serve/). This file
 // maps flags onto ServerOptions, wires the real model loader and audio decoder, and turns
 // SIGINT/SIGTERM into a drain.
-#include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +18,15 @@
 
 namespace hark::cli {
 namespace {
+
+// SIGINT/SIGTERM land in whichever thread the kernel picks (BLAS pools start before
+// main), so the handler only writes a byte to a pipe that one thread waits on.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int sig) {
+  const char byte = static_cast<char>(sig);
+  [[maybe_unused]] auto n = write(g_signal_pipe[1], &byte, 1);
+}
 
 struct ServeFlags {
   std::string model;
@@ -63,12 +72,12 @@ void run_server(ServeFlags flags) {
   if (o.api_key.empty())
     if (const char* key = std::getenv("HARK_API_KEY")) o.api_key = key;
 
-  // Signals are taken by one thread with sigwait; every other thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (pipe(g_signal_pipe) != 0) throw Error(ErrorCode::Io, "[serve] cannot create the signal pipe");
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 
   serve::ServerDeps deps{engine_factory(flags), audio_decoder(o.max_audio_sec, o.max_upload_bytes)};
   serve::Server server(o, deps);
@@ -76,12 +85,14 @@ void run_server(ServeFlags flags) {
   std::fprintf(stderr, "hark: serving %s on http://%s:%d (Ctrl-C drains and stops)\n", o.model_name.c_str(),
                o.host.c_str(), port);
   std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    std::fprintf(stderr, "hark: %s received; finishing in-flight requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    char sig = 0;
+    while (read(g_signal_pipe[0], &sig, 1) < 0) {}  // retry after EINTR
+    if (sig != 0)
+      std::fprintf(stderr, "hark: %s received; finishing in-flight requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     server.stop();
   });
   server.wait();
+  on_stop_signal(0);  // wakes the signal thread if something else stopped the server
   signal_thread.join();
 }
 

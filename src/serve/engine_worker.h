@@ -1,0 +1,112 @@
+// The one thread that owns the Engine. HTTP threads submit jobs to a FIFO queue; the
+// worker loads the checkpoint on first use, runs jobs one at a time and pages the
+// weights out after --idle-unload seconds unless the server is --resident or a
+// streaming session still needs them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "hark/engine.h"
+#include "serve/metrics.h"
+
+namespace hark::serve {
+
+// Opens the configured checkpoint. Tests inject a fake engine here.
+using EngineFactory = std::function<std::unique_ptr<Engine>()>;
+
+struct ResidencyOptions {
+  double idle_unload_sec = 300;
+  bool resident = false;  // never page out once loaded
+  bool preload = false;   // load at start instead of on the first request
+};
+
+struct ResidencyCounters {
+  bool resident = false;  // weights are loaded now
+  uint64_t loads = 0, unloads = 0, requests = 0;
+  double last_load_ms = 0;
+  double idle_unload_sec = 0;
+};
+
+class JobContext {
+ public:
+  // The loaded engine; loads it first when it is paged out (throws 503-mapped errors).
+  Engine& engine();
+  double load_ms() const { return load_ms_; }    // spent loading inside this job
+  double queue_ms() const { return queue_ms_; }  // spent waiting before this job started
+  const std::atomic<bool>* cancel() const { return cancel_; }
+
+ private:
+  friend class EngineWorker;
+  class EngineWorker* worker_ = nullptr;
+  const std::atomic<bool>* cancel_ = nullptr;
+  double load_ms_ = 0, queue_ms_ = 0;
+};
+
+using JobFn = std::function<void(JobContext&)>;
+
+struct JobOptions {
+  std::shared_ptr<std::atomic<bool>> cancel;  // set by the HTTP thread when the client leaves
+  bool count_as_request = true;               // residency counter "requests"
+};
+
+class EngineWorker {
+ public:
+  EngineWorker(EngineFactory factory, ResidencyOptions options, Metrics* metrics = nullptr);
+  ~EngineWorker();
+  EngineWorker(const EngineWorker&) = delete;
+  EngineWorker& operator=(const EngineWorker&) = delete;
+
+  // Queues `fn`; the future completes when it ran (or rethrows what it threw). A job
+  // whose cancel flag is set before it starts fails with ErrorCode::Cancelled unrun.
+  // After shutdown() it fails with ErrorCode::Unavailable.
+  std::future<void> submit(JobFn fn, JobOptions options = {});
+
+  // Pages the weights out between jobs; false when nothing was loaded or a session pins them.
+  bool unload_now();
+  // Open streaming sessions pin the engine: their StreamingRun refers to it.
+  void pin();
+  void unpin();
+
+  ResidencyCounters counters() const;
+  size_t queue_depth() const;
+  // Runs every queued job, then stops the thread. Idempotent.
+  void shutdown();
+
+ private:
+  struct Job {
+    JobFn fn;
+    JobOptions options;
+    std::promise<void> done;
+    std::chrono::steady_clock::time_point queued_at;
+  };
+  friend class JobContext;
+
+  void run();
+  void run_job(Job& job);
+  Engine& ensure_loaded(double& load_ms);
+  void maybe_idle_unload(std::unique_lock<std::mutex>& lock);
+
+  EngineFactory factory_;
+  ResidencyOptions options_;
+  Metrics* metrics_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Job>> queue_;
+  bool stopping_ = false;
+  int pins_ = 0;
+  std::unique_ptr<Engine> engine_;  // touched only by the worker thread (and the destructor)
+  std::chrono::steady_clock::time_point last_used_;
+  ResidencyCounters counters_;
+  std::thread thread_;
+};
+
+}  // namespace hark::serve

@@ -1,0 +1,151 @@
+// Streaming sessions: POST /v1/audio/sessions, POST …/{id}/audio, POST …/{id}/finish,
+// DELETE …/{id}. The HTTP thread decodes each chunk; feeding the StreamingRun (which
+// transcribes every completed 30 s window) happens on the engine worker.
+#include "serve/render.h"
+#include "serve/server_impl.h"
+
+namespace hark::serve {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+ApiError finished_error(const std::string& id) {
+  return ApiError(409, "invalid_request_error", "session_finished",
+                  "[serve] session '" + id + "' is finished; open a new one with POST /v1/audio/sessions");
+}
+
+ApiError closed_error(const std::string& id) {
+  return ApiError(404, "invalid_request_error", "session_not_found", "[serve] session '" + id + "' was closed");
+}
+
+bool only_whitespace(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+json segments_so_far(const StreamingRun& run) {
+  json out = json::array();
+  for (const auto& s : run.segments())
+    out.push_back({{"id", s.id}, {"start", s.start}, {"end", s.end}, {"text", s.text}});
+  return out;
+}
+
+}  // namespace
+
+void Server::Impl::install_session_routes() {
+  using Reader = httplib::ContentReader;
+  http.Post("/v1/audio/sessions", [this](const httplib::Request& req, httplib::Response& res, const Reader& reader) {
+    open_session(req, res, reader);
+  });
+  http.Post(R"(/v1/audio/sessions/([^/]+)/audio)",
+            [this](const httplib::Request& req, httplib::Response& res, const Reader& reader) {
+              feed_session(req, res, reader);
+            });
+  http.Post(R"(/v1/audio/sessions/([^/]+)/finish)",
+            [this](const httplib::Request& req, httplib::Response& res) { finish_session(req, res); });
+  http.Delete(R"(/v1/audio/sessions/([^/]+))",
+              [this](const httplib::Request& req, httplib::Response& res) { delete_session(req, res); });
+}
+
+void Server::Impl::open_session(const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) {
+  std::string body = read_body(req, res, reader);
+  TranscribeRequest params;
+  if (!only_whitespace(body)) {
+    if (media_type(original_content_type(req)) != "application/json")
+      throw ApiError(415, "invalid_request_error", "unsupported_media_type",
+                     "[serve] session parameters must be a JSON object (Content-Type: application/json)");
+    params = parse_json_request(body, Task::Transcribe, false);
+  }
+  if (params.format != ResponseFormat::Json && params.format != ResponseFormat::VerboseJson)
+    throw bad_request("[serve] field 'response_format' of a session must be json or verbose_json");
+  auto session = sessions.create(std::move(params));
+  auto model = std::make_shared<std::string>();
+  auto opened = worker.submit(
+      [this, session, model](JobContext& ctx) {
+        Engine& engine = ctx.engine();
+        *model = engine.model_name();
+        session->run = engine.stream(session->params.options, {});
+        worker.pin();
+      },
+      {nullptr, false});
+  try {
+    opened.get();
+  } catch (...) {
+    sessions.remove(session->id);
+    throw;
+  }
+  log_line("session_open", {{"id", session->id}});
+  json out = {{"id", session->id}, {"model", *model}, {"vocabulary", session->params.options.vocabulary}};
+  res.set_content(out.dump(), "application/json");
+}
+
+void Server::Impl::feed_session(const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) {
+  auto session = sessions.get(req.matches[1]);
+  if (session->finished) throw finished_error(session->id);
+  std::string body = read_body(req, res, reader);
+  if (body.empty()) throw bad_request("[serve] empty audio chunk", "invalid_audio");
+  auto samples = std::make_shared<std::vector<float>>(decode(body, "", original_content_type(req)));
+  auto out = std::make_shared<json>();
+  auto fed = worker.submit(
+      [session, samples, out](JobContext&) {
+        if (session->closed || !session->run) throw closed_error(session->id);
+        if (session->finished) throw finished_error(session->id);
+        session->run->feed(*samples);
+        session->samples += samples->size();
+        json segments = segments_so_far(*session->run);
+        bool speech = !segments.empty() || session->params.options.vad == VadMode::Off;
+        *out = {{"samples", session->samples}, {"duration", session->samples / 16000.0},
+                {"speech", speech}, {"segments", segments}};
+      },
+      {nullptr, false});
+  fed.get();
+  sessions.touch(*session);
+  metrics.add_audio_seconds(samples->size() / 16000.0);
+  res.set_content(out->dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void Server::Impl::finish_session(const httplib::Request& req, httplib::Response& res) {
+  auto received = Clock::now();
+  auto session = sessions.get(req.matches[1]);
+  if (session->finished) throw finished_error(session->id);
+  auto transcript = std::make_shared<Transcript>();
+  auto info = std::make_shared<RunInfo>();
+  auto finished = worker.submit(
+      [this, session, transcript, info](JobContext& ctx) {
+        if (session->closed || !session->run) throw closed_error(session->id);
+        if (session->finished) throw finished_error(session->id);
+        auto start = Clock::now();
+        *transcript = session->run->finish();
+        info->transcribe_ms = ms_between(start, Clock::now());
+        info->queue_ms = ctx.queue_ms();
+        info->model = ctx.engine().model_name();
+        session->run.reset();
+        worker.unpin();
+        sessions.mark_finished(*session);
+      },
+      {nullptr, true});
+  finished.get();
+  const auto& options = session->params.options;
+  info->vocabulary_requested = !options.vocabulary.empty();
+  info->vad_requested = options.vad != VadMode::Off;
+  info->words_requested = options.word_timestamps;
+  info->total_ms = ms_between(received, Clock::now());
+  auto rendered = render_response(*transcript, *info, session->params.format);
+  res.set_header("x-hark-language", transcript->language);
+  res.set_header("x-hark-timings", timings_header(*info));
+  res.set_content(rendered.body, rendered.content_type);
+  log_line("session_finish", {{"id", session->id}, {"samples", session->samples}});
+}
+
+void Server::Impl::delete_session(const httplib::Request& req, httplib::Response& res) {
+  auto session = sessions.get(req.matches[1]);
+  sessions.remove(session->id);
+  worker.submit([this, session](JobContext&) {
+        if (session->run) worker.unpin();
+        session->run.reset();
+        session->closed = true;
+      }, {nullptr, false}).get();
+  res.status = 204;
+}
+
+}  // namespace hark::serve

@@ -1,0 +1,288 @@
+#include "serve/server.h"
+
+#include <cstring>
+#include <thread>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include "serve/connection_watch.h"
+#include "serve/multipart.h"
+#include "serve/server_impl.h"
+
+namespace hark::serve {
+namespace {
+
+constexpr const char* kHiddenContentType = "X-Hark-Original-Content-Type";
+// Multipart framing around the audio (field parts, headers) on top of --max-upload-mb.
+constexpr size_t kMultipartOverheadBytes = 64 * 1024;
+constexpr size_t kDrainFactor = 4;
+
+thread_local std::chrono::steady_clock::time_point t_request_started;
+thread_local bool t_request_open = false;
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() != b.size();
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % std::max<size_t>(b.size(), 1)];
+  return diff == 0;
+}
+
+std::shared_ptr<spdlog::logger> make_logger(const ServerOptions& o) {
+  auto log = std::make_shared<spdlog::logger>("hark.serve", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  if (o.log_format == "json")
+    log->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l",%v})", spdlog::pattern_time_type::utc);
+  else
+    log->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  log->set_level(spdlog::level::from_str(o.log_level));
+  return log;
+}
+
+}  // namespace
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::string original_content_type(const httplib::Request& req) {
+  if (req.has_header(kHiddenContentType)) return req.get_header_value(kHiddenContentType);
+  return req.get_header_value("Content-Type");
+}
+
+void await_job(std::future<void>& done, const httplib::Request& req, std::atomic<bool>& cancel) {
+  ConnectionWatch watch(req);
+  while (done.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (!cancel.load() && watch.peer_closed()) cancel.store(true);
+  }
+  done.get();
+}
+
+Server::Impl::Impl(ServerOptions o, ServerDeps d)
+    : options(std::move(o)),
+      deps(std::move(d)),
+      log(make_logger(options)),
+      worker(deps.engine_factory, options.residency, &metrics),
+      sessions(options.max_sessions, options.session_idle_sec) {}
+
+void Server::Impl::log_line(const std::string& event, const nlohmann::json& fields) const {
+  if (options.log_format == "json") {
+    nlohmann::json line = fields;
+    line["event"] = event;
+    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    log->info("{}", text.substr(1, text.size() - 2));  // the pattern supplies the braces
+    return;
+  }
+  std::string text = event;
+  for (const auto& [k, v] : fields.items())
+    text += " " + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  log->info("{}", text);
+}
+
+void Server::Impl::send_error(httplib::Response& res, const ApiError& error) const {
+  res.status = error.status();
+  res.set_content(error_body(error), "application/json");
+  if (error.status() == 401) res.set_header("WWW-Authenticate", "Bearer");
+}
+
+std::string Server::Impl::read_body(const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& reader) const {
+  const size_t limit = options.max_upload_bytes + kMultipartOverheadBytes;
+  const auto too_large = ApiError(413, "invalid_request_error", "request_too_large",
+                                  "[serve] request body is larger than the " +
+                                      std::to_string(options.max_upload_bytes >> 20) + " MB limit (--max-upload-mb)");
+  // Bodies up to kDrainFactor × the limit are read and discarded so the client, which is
+  // usually still sending, gets a clean 413 instead of a reset connection; larger ones
+  // are refused from their Content-Length by cpp-httplib without being read.
+  std::string body;
+  bool over = false, slow = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(options.upload_timeout_sec));
+  bool ok = reader([&](const char* data, size_t len) {
+    if (std::chrono::steady_clock::now() > deadline) return !(slow = true);
+    if (over || body.size() + len > limit) {
+      over = true;
+      body.clear();
+      return true;
+    }
+    body.append(data, len);
+    return true;
+  });
+  if (over || res.status == 413) throw too_large;
+  if (slow)
+    throw ApiError(408, "invalid_request_error", "request_timeout",
+                   "[serve] the upload took longer than " + std::to_string(int(options.upload_timeout_sec)) +
+                       " s; send the body faster or raise --upload-timeout");
+  if (!ok) throw bad_request("[serve] could not read the request body (truncated or bad chunked encoding)", "invalid_body");
+  return body;
+}
+
+std::vector<float> Server::Impl::decode(std::string_view bytes, const std::string& name_hint,
+                                        const std::string& content_type) const {
+  std::vector<float> samples;
+  if (media_type(content_type) == "audio/pcm") {
+    // Raw little-endian float32 mono at 16 kHz: the dictation chunk format, no decode.
+    if (content_type.find("rate=") != std::string::npos && content_type.find("rate=16000") == std::string::npos)
+      throw ApiError(415, "invalid_request_error", "unsupported_media_type",
+                     "[serve] audio/pcm chunks must be 16 kHz (audio/pcm;rate=16000), little-endian float32 mono");
+    if (bytes.size() % 4 != 0)
+      throw bad_request("[serve] audio/pcm body is " + std::to_string(bytes.size()) +
+                            " bytes, not a whole number of float32 samples", "invalid_audio");
+    samples.resize(bytes.size() / 4);
+    std::memcpy(samples.data(), bytes.data(), bytes.size());
+    for (float& s : samples)
+      if (!std::isfinite(s)) throw bad_request("[serve] audio/pcm chunk contains NaN or infinite samples", "invalid_audio");
+  } else {
+    if (!deps.decode_audio)
+      throw Error(ErrorCode::Unavailable, "[serve] this build has no audio decoder; send audio/pcm;rate=16000");
+    samples = deps.decode_audio(bytes, name_hint);
+  }
+  double seconds = samples.size() / 16000.0;
+  if (seconds > options.max_audio_sec)
+    throw ApiError(413, "invalid_request_error", "audio_too_long",
+                   "[serve] audio is " + std::to_string(int(seconds)) + " s long; the limit is " +
+                       std::to_string(int(options.max_audio_sec)) + " s (--max-audio-sec)");
+  return samples;
+}
+
+nlohmann::json Server::Impl::residency_json(bool unloaded) const {
+  auto c = worker.counters();
+  return {{"unloaded", unloaded}, {"resident", c.resident}, {"loads", c.loads}, {"unloads", c.unloads},
+          {"requests", c.requests}, {"last_load_ms", c.last_load_ms}, {"idle_unload_sec", c.idle_unload_sec}};
+}
+
+void Server::Impl::install_routes() {
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    t_request_started = std::chrono::steady_clock::now();
+    t_request_open = true;
+    ++in_flight;
+    // cpp-httplib parses multipart bodies itself when it sees the type; hark parses them
+    // (precise errors, fuzzable), so the type is moved aside before routing. The request
+    // object is not const: httplib hands the same one to the handler.
+    auto& mutable_req = const_cast<httplib::Request&>(req);
+    if (media_type(req.get_header_value("Content-Type")) == "multipart/form-data") {
+      std::string type = req.get_header_value("Content-Type");
+      mutable_req.headers.erase("Content-Type");
+      mutable_req.headers.emplace("Content-Type", "application/octet-stream");
+      mutable_req.headers.erase(kHiddenContentType);
+      mutable_req.headers.emplace(kHiddenContentType, type);
+    }
+    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.compare(0, prefix.size(), prefix) == 0 && constant_time_equal(auth.substr(prefix.size()), options.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError(401, "invalid_request_error", "invalid_api_key",
+                             auth.empty() ? "[serve] missing API key: send 'Authorization: Bearer <key>'"
+                                          : "[serve] invalid API key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    if (res.get_header_value("Content-Type") == "application/json" && !res.body.empty())
+      return httplib::Server::HandlerResponse::Unhandled;  // a route already wrote its error
+    if (res.status == 404)
+      send_error(res, ApiError(404, "invalid_request_error", "not_found",
+                               "[serve] no route " + req.method + " " + req.path + "; GET /v1 lists the endpoints"));
+    else if (res.status == 413)
+      send_error(res, ApiError(413, "invalid_request_error", "request_too_large", "[serve] request body is too large"));
+    else
+      send_error(res, ApiError(res.status, res.status >= 500 ? "server_error" : "invalid_request_error",
+                               "http_" + std::to_string(res.status), "[serve] malformed HTTP request"));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+    send_error(res, to_api_error(e));
+  });
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    double ms = t_request_open ? ms_between(t_request_started, std::chrono::steady_clock::now()) : 0;
+    if (t_request_open) --in_flight;
+    t_request_open = false;
+    metrics.observe_request(route_label(req.method, req.path), res.status, ms / 1000.0);
+    if (res.status == kStatusClientClosed) metrics.count_cancelled();
+    log_line("request", {{"method", req.method}, {"path", req.path}, {"status", res.status},
+                         {"ms", std::round(ms * 10) / 10}, {"remote", req.remote_addr}});
+  });
+  install_info_routes();
+  install_transcribe_routes();
+  install_session_routes();
+}
+
+void Server::Impl::run_janitor() {
+  std::unique_lock lock(stop_mutex);
+  while (!stopping) {
+    stop_cv.wait_for(lock, std::chrono::milliseconds(500));
+    if (stopping) break;
+    lock.unlock();
+    for (auto& s : sessions.take_expired()) {
+      log_line("session_expired", {{"id", s->id}});
+      worker.submit([this, s](JobContext&) {
+        if (s->run) worker.unpin();
+        s->run.reset();
+        s->closed = true;
+      }, {nullptr, false});
+    }
+    lock.lock();
+  }
+}
+
+void Server::Impl::drain() {
+  http.stop();  // no new connections; in-flight handlers finish first
+  if (listen_thread.joinable()) listen_thread.join();
+  {
+    std::lock_guard lock(stop_mutex);
+    stopping = true;
+  }
+  stop_cv.notify_all();
+  if (janitor_thread.joinable()) janitor_thread.join();
+  for (auto& s : sessions.take_all()) {
+    worker.submit([this, s](JobContext&) {
+      if (s->run) worker.unpin();
+      s->run.reset();
+    }, {nullptr, false});
+  }
+  worker.shutdown();
+}
+
+Server::Server(ServerOptions options, ServerDeps deps)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {
+  auto& o = impl_->options;
+  impl_->http.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  impl_->http.set_payload_max_length((o.max_upload_bytes + kMultipartOverheadBytes) * kDrainFactor);
+  impl_->http.set_read_timeout(o.read_timeout_sec, 0);
+  impl_->http.set_write_timeout(o.read_timeout_sec, 0);
+  impl_->install_routes();
+}
+
+Server::~Server() { stop(); }
+
+int Server::start() {
+  auto& o = impl_->options;
+  int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port <= 0)
+    throw Error(ErrorCode::Unavailable, "[serve] cannot listen on " + o.host + ":" + std::to_string(o.port) +
+                                            " (in use, or not an address of this machine); pick another --port/--host");
+  impl_->bound_port = port;
+  impl_->listen_thread = std::thread([this] { impl_->http.listen_after_bind(); });
+  impl_->janitor_thread = std::thread([this] { impl_->run_janitor(); });
+  impl_->log_line("listening", {{"host", o.host}, {"port", port}, {"model", o.model_name}});
+  return port;
+}
+
+void Server::wait() {
+  std::unique_lock lock(impl_->stop_mutex);
+  impl_->stop_cv.wait(lock, [&] { return impl_->stopped; });
+}
+
+void Server::stop() {
+  {
+    std::lock_guard lock(impl_->stop_mutex);
+    if (impl_->stopped) return;
+  }
+  impl_->drain();
+  {
+    std::lock_guard lock(impl_->stop_mutex);
+    impl_->stopped = true;
+  }
+  impl_->stop_cv.notify_all();
+}
+
+int Server::port() const { return impl_->bound_port; }
+
+}  // namespace hark::serve

@@ -1,0 +1,90 @@
+#include "serve/sessions.h"
+
+#include <random>
+
+#include "serve/api_error.h"
+
+namespace hark::serve {
+
+std::string random_session_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char hex[] = "0123456789abcdef";
+  std::string id = "sess_";
+  for (int i = 0; i < 24; ++i) id += hex[rng() & 15];
+  return id;
+}
+
+std::shared_ptr<Session> SessionRegistry::create(TranscribeRequest params) {
+  auto s = std::make_shared<Session>();
+  s->params = std::move(params);
+  s->last_activity = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex_);
+  size_t open = 0;
+  for (const auto& [id, other] : sessions_) open += !other->finished;
+  if (open >= max_open_)
+    throw ApiError(429, "rate_limit_error", "too_many_sessions",
+                   "[serve] " + std::to_string(max_open_) +
+                       " sessions are open; finish or DELETE one first (--max-sessions raises the limit)");
+  do s->id = random_session_id();
+  while (sessions_.count(s->id));
+  sessions_[s->id] = s;
+  return s;
+}
+
+std::shared_ptr<Session> SessionRegistry::get(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end())
+    throw ApiError(404, "invalid_request_error", "session_not_found",
+                   "[serve] no session '" + id.substr(0, 64) + "' (never created, deleted, or expired after idling)");
+  it->second->last_activity = std::chrono::steady_clock::now();
+  return it->second;
+}
+
+void SessionRegistry::touch(Session& s) {
+  std::lock_guard lock(mutex_);
+  s.last_activity = std::chrono::steady_clock::now();
+}
+
+void SessionRegistry::remove(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  sessions_.erase(id);
+}
+
+void SessionRegistry::mark_finished(Session& s) {
+  std::lock_guard lock(mutex_);
+  s.finished = true;
+  s.last_activity = std::chrono::steady_clock::now();
+}
+
+std::vector<std::shared_ptr<Session>> SessionRegistry::take_expired() {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<Session>> out;
+  std::lock_guard lock(mutex_);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (std::chrono::duration<double>(now - it->second->last_activity).count() > idle_sec_) {
+      out.push_back(it->second);
+      it = sessions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<Session>> SessionRegistry::take_all() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<Session>> out;
+  for (auto& [id, s] : sessions_) out.push_back(s);
+  sessions_.clear();
+  return out;
+}
+
+size_t SessionRegistry::open_count() const {
+  std::lock_guard lock(mutex_);
+  size_t open = 0;
+  for (const auto& [id, s] : sessions_) open += !s->finished;
+  return open;
+}
+
+}  // namespace hark::serve

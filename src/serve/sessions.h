@@ -1,0 +1,56 @@
+// Streaming transcription sessions (dictation): audio arrives in chunks and every
+// completed 30 s window is transcribed while the rest is still being recorded. The
+// registry lives on HTTP threads; each session's StreamingRun is only touched by jobs
+// on the engine worker.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hark/engine.h"
+#include "serve/transcribe_request.h"
+
+namespace hark::serve {
+
+struct Session {
+  std::string id;
+  TranscribeRequest params;
+  // Worker-thread state: created by the open job, destroyed by finish/delete/expiry jobs.
+  std::unique_ptr<StreamingRun> run;
+  std::atomic<bool> finished{false};  // finish ran; later audio/finish calls are 409 (read by HTTP threads)
+  bool closed = false;    // deleted or expired; the run is gone
+  size_t samples = 0;     // samples fed so far
+  std::chrono::steady_clock::time_point last_activity;
+};
+
+class SessionRegistry {
+ public:
+  SessionRegistry(size_t max_open, double idle_sec) : max_open_(max_open), idle_sec_(idle_sec) {}
+
+  // Registers a new session; ApiError 429 when max_open sessions are already open.
+  std::shared_ptr<Session> create(TranscribeRequest params);
+  // ApiError 404 when the id is unknown (never created, deleted or expired).
+  std::shared_ptr<Session> get(const std::string& id);
+  void touch(Session& s);
+  void remove(const std::string& id);
+  // Sessions idle for longer than idle_sec, removed from the registry.
+  std::vector<std::shared_ptr<Session>> take_expired();
+  std::vector<std::shared_ptr<Session>> take_all();
+  size_t open_count() const;  // created and not finished
+  void mark_finished(Session& s);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_;
+  size_t max_open_;
+  double idle_sec_;
+};
+
+std::string random_session_id();
+
+}  // namespace hark::serve
