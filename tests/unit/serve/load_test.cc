@@ -18,7 +18,15 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+// gcc defines __SANITIZE_ADDRESS__; clang reports it through __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define HARK_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARK_TEST_ASAN 1
+#endif
+#endif
+#if defined(HARK_TEST_ASAN)
 constexpr bool kSanitized = true;  // ASan's quarantine keeps freed memory: RSS is not flat by design
 #else
 constexpr bool kSanitized = false;

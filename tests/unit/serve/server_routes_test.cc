@@ -1,4 +1,7 @@
 // Route-by-route tests against a Server on 127.0.0.1 with the fake engine.
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "fake_engine.h"
@@ -167,7 +170,15 @@ TEST_F(Routes, ResidencyCountersAndAdminUnload) {
 TEST_F(Routes, MetricsExposition) {
   auto c = client();
   ASSERT_EQ(c.Post("/v1/audio/transcriptions", upload(make_wav(2.0)))->status, 200);
+  // The request counter is updated by the server's logger, which runs after the response
+  // has gone out: poll briefly instead of racing it.
+  const std::string counted = "hark_http_requests_total{route=\"POST /v1/audio/transcriptions\",status=\"200\"} 1";
   auto m = c.Get("/metrics");
+  for (int i = 0; i < 100 && m && m->body.find(counted) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    m = c.Get("/metrics");
+  }
+  ASSERT_TRUE(m);
   ASSERT_EQ(m->status, 200);
   EXPECT_EQ(m->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_NE(m->body.find("hark_http_requests_total{route=\"POST /v1/audio/transcriptions\",status=\"200\"} 1"), std::string::npos);
