@@ -1,43 +1,20 @@
 #include "vad/lstm_step.h"
 
+#include "core/cpu/vector_math.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
 
 namespace hark::vad {
-namespace {
-
-// e^x for |x| ≤ 87 by range reduction x = n·ln2 + r (|r| ≤ ln2/2) and a degree-7
-// Taylor polynomial for e^r; inputs beyond the range saturate (sigmoid/tanh only need that).
-inline float exp_approx(float x) {
-  x = std::min(std::max(x, -87.0f), 87.0f);
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kRound = 12582912.0f;  // 1.5·2²³: adding it rounds to an integer
-  const float n = (x * kLog2e + kRound) - kRound;
-  // ln 2 split into a part exact in float and the remainder (Cody–Waite).
-  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(bits);
-}
-
-}  // namespace
-
 void sigmoid_inplace(float* x, int n) {
-  for (int i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + exp_approx(-x[i]));
+  for (int i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + fast_exp(-x[i]));
 }
 
 void tanh_inplace(float* x, int n) {
   // tanh(x) = 1 − 2 / (e^{2x} + 1): absolute error about 1e-7, no cancellation blow-up.
-  for (int i = 0; i < n; ++i) x[i] = 1.0f - 2.0f / (exp_approx(2.0f * x[i]) + 1.0f);
+  for (int i = 0; i < n; ++i) x[i] = 1.0f - 2.0f / (fast_exp(2.0f * x[i]) + 1.0f);
 }
 
 float lstm_step(const SileroWeights& w, const float* input_gates, SileroState& state) {

@@ -22,27 +22,6 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, int64
 
 namespace {
 
-// exp(x) in float without libm, written branch-free so that loops calling it vectorise:
-// Cody-Waite reduction x = n·ln2 + r, a degree-6 polynomial for e^r on |r| ≤ ln2/2, and
-// 2^n assembled in the exponent bits. Relative error about 2e-7 over the whole range;
-// inputs below −87.3 flush to 0 (softmax of masked entries), above 88.7 clamp.
-inline float exp_approx(float x) {
-  x = std::min(88.7f, std::max(-87.3f, x));
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  return p * scale;
-}
-
 // erf(x) for x >= 0 via Abramowitz & Stegun 7.1.26 refined: the rational part is
 // evaluated in float, exp() in float; error ~1e-7, far inside the 1e-4 parity budget.
 inline float erf_approx(float x) {
@@ -50,7 +29,7 @@ inline float erf_approx(float x) {
   const float t = 1.0f / (1.0f + 0.3275911f * ax);
   const float poly =
       t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-  const float r = 1.0f - poly * exp_approx(-ax * ax);
+  const float r = 1.0f - poly * fast_exp(-ax * ax);
   return std::copysign(r, x);
 }
 }  // namespace
@@ -64,13 +43,11 @@ void gelu_inplace(float* x, int64_t n) {
   }
 }
 
-float fast_exp(float x) { return exp_approx(x); }
-
 void softmax_row(float* x, int64_t visible, int64_t n) {
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < visible; ++i) max = std::max(max, x[i]);
   float sum = 0.0f;
-  for (int64_t i = 0; i < visible; ++i) x[i] = exp_approx(x[i] - max);
+  for (int64_t i = 0; i < visible; ++i) x[i] = fast_exp(x[i] - max);
   for (int64_t i = 0; i < visible; ++i) sum += x[i];
   const float inv = 1.0f / sum;
   for (int64_t i = 0; i < visible; ++i) x[i] *= inv;
