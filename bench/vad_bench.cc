@@ -3,7 +3,6 @@
 // reported as seconds per hour of audio; the other cases isolate the chunk-by-chunk
 // streaming path and the segment logic.
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 
 #include <cstring>
 #include <fstream>
@@ -44,7 +43,6 @@ const SileroModel& model() {
 }
 
 void BM_VadHour(benchmark::State& state) {
-  openblas_set_num_threads(1);
   const auto audio = speech_like_audio(size_t{3600} * 16000);
   for (auto _ : state) {
     auto probs = model().speech_probabilities(audio);
@@ -55,7 +53,6 @@ void BM_VadHour(benchmark::State& state) {
 BENCHMARK(BM_VadHour)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(false);
 
 void BM_VadMinuteBatch(benchmark::State& state) {
-  openblas_set_num_threads(1);
   const auto audio = speech_like_audio(size_t{60} * 16000);
   for (auto _ : state) benchmark::DoNotOptimize(model().speech_probabilities(audio).data());
   state.SetItemsProcessed(state.iterations() * (audio.size() / 512));
@@ -64,7 +61,6 @@ BENCHMARK(BM_VadMinuteBatch)->Unit(benchmark::kMillisecond);
 
 // The live-stream case: one 512-sample chunk per call, as a microphone would deliver.
 void BM_VadMinuteChunkByChunk(benchmark::State& state) {
-  openblas_set_num_threads(1);
   const auto audio = speech_like_audio(size_t{60} * 16000);
   for (auto _ : state) {
     hark::vad::VadStream stream(model());

@@ -9,7 +9,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ca-certificates \
   clang libclang-rt-14-dev \
-  libopenblas-dev libfftw3-dev zlib1g-dev \
+  libdnnl-dev libopenblas-dev libfftw3-dev zlib1g-dev \
   libavformat-dev libavcodec-dev libswresample-dev libavutil-dev ffmpeg \
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \

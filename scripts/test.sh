@@ -29,10 +29,19 @@ for f in build-asan/fuzz/*; do
   for d in "tests/fuzz/corpus/$name" "tests/fuzz/corpus/${name#fuzz_}"; do [ -d "$d" ] && seeds+=("$d"); done
   dict=()
   [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict=("-dict=tests/fuzz/${name#fuzz_}.dict")
+  supp=""
+  [ -f "tests/fuzz/${name#fuzz_}-lsan.supp" ] && supp="suppressions=$PWD/tests/fuzz/${name#fuzz_}-lsan.supp"
   mkdir -p "build-asan/corpus-$name"
   echo "-- $name"
-  "$f" -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 "${dict[@]}" \
-    "build-asan/corpus-$name" "${seeds[@]}" 2>&1 | tail -n 2
+  log="build-asan/fuzz-$name.log"
+  # Fixed seed: a CI finding can be replayed with the same command.
+  if ! LSAN_OPTIONS="$supp" "$f" -seed=1 -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 \
+      -rss_limit_mb=2048 -artifact_prefix=build-asan/ "${dict[@]}" "build-asan/corpus-$name" "${seeds[@]}" >"$log" 2>&1; then
+    tail -n 80 "$log"
+    echo "fuzzer $name found a problem; the input is in build-asan/ (replay: $f build-asan/<file>)"
+    exit 1
+  fi
+  tail -n 2 "$log"
 done
 # One closing line over both ctest runs: "N passed, N failed".
 total=$(grep -Eo 'tests failed out of [0-9]+' "$summary" | awk '{s += $5} END {print s + 0}')

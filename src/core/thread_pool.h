@@ -1,7 +1,9 @@
 // A fixed pool of worker threads for data-parallel loops. Its size is the `--threads`
-// option; BLAS uses the same count for its own threads (set by the CPU backend).
+// option. The BLAS library runs single-threaded inside the pool's tasks (core/cpu/gemm.h),
+// so this is the only set of worker threads.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -27,16 +29,21 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
+  // Waits (spinning briefly, then sleeping) until the published state differs from `seen`.
+  uint64_t wait_for_job(uint64_t seen);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> ranges_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
+  // (generation << 16) | parts, published in one store so a worker never pairs one job's
+  // generation with another job's split.
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::exception_ptr error_;  // guarded by mutex_
   std::mutex run_mutex_;  // one parallel_for at a time per pool
 };
 

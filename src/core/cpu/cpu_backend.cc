@@ -1,20 +1,18 @@
 #include "core/cpu/cpu_backend.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include "core/cpu/gemm.h"
 #include "core/cpu/gemv_half.h"
 #include "core/cpu/vector_math.h"
 
 namespace hark {
 
-CpuBackend::CpuBackend(int threads) : pool_(threads > 0 ? threads : hardware_threads()) {
-  openblas_set_num_threads(pool_.size());
-}
+CpuBackend::CpuBackend(int threads) : pool_(threads > 0 ? threads : hardware_threads()) {}
 
 const float* CpuBackend::f32_weights(const Tensor& w) {
   if (w.dtype() == DType::F32) return w.data<float>();
@@ -41,11 +39,7 @@ void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
     for (int64_t i = 0; i < m; ++i) std::memcpy(out + i * n, b, n * sizeof(float));
     beta = 1.0f;
   }
-  if (m == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, wf, k, x.data<float>(), 1, beta, out, 1);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data<float>(), k, wf, k, beta, out, n);
-  }
+  sgemm(pool_, Trans::No, Trans::Yes, m, n, k, 1.0f, x.data<float>(), k, wf, k, beta, out, n);
 }
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) {
@@ -101,8 +95,8 @@ void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int s
   const float* bias = f32_weights(b);
   float* out = y.data<float>();
   for (int64_t co = 0; co < cout; ++co) std::fill(out + co * t_out, out + (co + 1) * t_out, bias[co]);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, t_out, cin * kw, 1.0f, f32_weights(w), cin * kw, c,
-              t_out, 1.0f, out, t_out);
+  sgemm(pool_, Trans::No, Trans::No, cout, t_out, cin * kw, 1.0f, f32_weights(w), cin * kw, c, t_out, 1.0f, out,
+        t_out);
 }
 
 void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
@@ -113,20 +107,35 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, in
   const float* kp = k.data<float>();
   const float* vp = v.data<float>();
   float* op = out.data<float>();
-  Tensor scores = Tensor::empty({tq, tk});
-  float* s = scores.data<float>();
-  for (int h = 0; h < n_heads; ++h) {
-    // scores = scale · Q_h K_hᵀ; the heads are column blocks, so the leading dimension is D.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tq, tk, hd, scale, qp + h * hd, d, kp + h * hd, d, 0.0f, s, tk);
-    pool_.parallel_for(tq, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
+  float* wp = weights ? weights->data<float>() : nullptr;
+  // Tasks are (head, block of query rows), each run start to finish on one thread with its
+  // own score rows: heads alone already balance the pool for the usual 6-20 heads, and the
+  // row blocks keep every thread busy when heads are fewer than threads or do not divide.
+  const int64_t threads = pool_.size();
+  const int64_t row_blocks =
+      tq < 64 ? 1 : std::min<int64_t>((tq + 63) / 64, (2 * threads + n_heads - 1) / n_heads);
+  const int64_t rows_per_block = (tq + row_blocks - 1) / row_blocks;
+  pool_.parallel_for(n_heads * row_blocks, [&](int64_t begin, int64_t end) {
+    // Per-thread scratch, kept between calls: a fresh 4 MB buffer per encoder layer would
+    // cost page faults every time.
+    thread_local std::vector<float> scores;
+    if (scores.size() < static_cast<size_t>(rows_per_block * tk)) scores.resize(rows_per_block * tk);
+    float* s = scores.data();
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t h = task / row_blocks;
+      const int64_t r0 = (task % row_blocks) * rows_per_block, r1 = std::min(tq, r0 + rows_per_block);
+      if (r0 >= r1) continue;
+      const int64_t rows = r1 - r0;
+      // scores = scale · Q_h K_hᵀ; the heads are column blocks, so the leading dimension is D.
+      sgemm_serial(Trans::No, Trans::Yes, rows, tk, hd, scale, qp + r0 * d + h * hd, d, kp + h * hd, d, 0.0f, s, tk);
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t visible = causal ? std::min<int64_t>(tk, r0 + i + causal_offset + 1) : tk;
         softmax_row(s + i * tk, visible, tk);
       }
-    }, 8);
-    if (weights) std::memcpy(weights->data<float>() + h * tq * tk, s, tq * tk * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tq, hd, tk, 1.0f, s, tk, vp + h * hd, d, 0.0f, op + h * hd, d);
-  }
+      if (wp) std::memcpy(wp + (h * tq + r0) * tk, s, rows * tk * sizeof(float));
+      sgemm_serial(Trans::No, Trans::No, rows, hd, tk, 1.0f, s, tk, vp + h * hd, d, 0.0f, op + r0 * d + h * hd, d);
+    }
+  });
 }
 
 void CpuBackend::embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,

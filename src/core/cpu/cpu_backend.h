@@ -1,5 +1,6 @@
-// The CPU backend: OpenBLAS sgemm for every matrix product, hand-written loops for the
-// rest, parallelised over a ThreadPool of the configured size.
+// The CPU backend: every matrix product through sgemm (oneDNN, or OpenBLAS where oneDNN is
+// absent; src/core/cpu/gemm.h), hand-written loops for the rest, all parallelised over one
+// ThreadPool of the configured size.
 #pragma once
 
 #include <mutex>
