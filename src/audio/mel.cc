@@ -131,7 +131,7 @@ struct FrameRange {
 
 const Tensor& mel_filters(int n_mels) { return mel_bank(n_mels).dense; }
 
-Tensor log_mel_spectrogram(std::span<const float> samples, int n_mels, int64_t pad_samples, ThreadPool* pool) {
+Tensor log_mel_unclamped(std::span<const float> samples, int n_mels, int64_t pad_samples, ThreadPool* pool) {
   if (pad_samples < 0) throw Error(ErrorCode::InvalidArgument, "[mel] negative padding");
   const MelBank& bank = mel_bank(n_mels);
   const int64_t padded_len = static_cast<int64_t>(samples.size()) + pad_samples;
@@ -151,7 +151,11 @@ Tensor log_mel_spectrogram(std::span<const float> samples, int n_mels, int64_t p
   else
     job.run(0, busy);
   job.run(busy, frames);
+  return mel;
+}
 
+Tensor log_mel_spectrogram(std::span<const float> samples, int n_mels, int64_t pad_samples, ThreadPool* pool) {
+  Tensor mel = log_mel_unclamped(samples, n_mels, pad_samples, pool);
   float* v = mel.data<float>();
   const int64_t count = mel.numel();
   const float floor = *std::max_element(v, v + count) - 8.0f;

@@ -30,6 +30,11 @@ const Tensor& mel_filters(int n_mels);
 Tensor log_mel_spectrogram(std::span<const float> samples, int n_mels, int64_t pad_samples = kWindowSamples,
                            ThreadPool* pool = nullptr);
 
+// The same frames as raw log10 mel energies: before the (max − 8) clamp and the
+// (x + 4) / 4 rescale, for callers that choose the clamp floor themselves.
+Tensor log_mel_unclamped(std::span<const float> samples, int n_mels, int64_t pad_samples = kWindowSamples,
+                         ThreadPool* pool = nullptr);
+
 // Frames of real audio in a mel made from `num_samples` samples (OpenAI's content_frames).
 inline int64_t mel_content_frames(int64_t num_samples) { return num_samples / kHopLength; }
 

@@ -27,12 +27,13 @@ std::string cue_text(const Segment& s) { return replace_all(strip(s.text), "-->"
 // Python's round() for the millisecond counts (half to even).
 long long round_ms(double seconds) { return static_cast<long long>(std::nearbyint(seconds * 1000.0)); }
 
-std::string subtitles(const Transcript& t, bool srt) {
+std::string subtitles(const Transcript& t, bool srt, bool always_hours) {
   std::string out = srt ? "" : "WEBVTT\n\n";
+  const bool hours = srt || always_hours;
   int index = 1;
   for (const Segment& s : t.segments) {
     if (srt) out += std::to_string(index++) + "\n";
-    out += format_timestamp(s.start, srt, srt ? ',' : '.') + " --> " + format_timestamp(s.end, srt, srt ? ',' : '.');
+    out += format_timestamp(s.start, hours, srt ? ',' : '.') + " --> " + format_timestamp(s.end, hours, srt ? ',' : '.');
     out += "\n" + cue_text(s) + "\n\n";
   }
   return out;
@@ -128,7 +129,7 @@ nlohmann::json verbose_json(const Transcript& t) {
   return j;
 }
 
-std::string format_transcript(const Transcript& t, OutputFormat format) {
+std::string format_transcript(const Transcript& t, OutputFormat format, const WriterOptions& options) {
   switch (format) {
     case OutputFormat::Txt: {
       std::string out;
@@ -138,8 +139,8 @@ std::string format_transcript(const Transcript& t, OutputFormat format) {
     case OutputFormat::Json:
       return nlohmann::json{{"text", t.text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     case OutputFormat::VerboseJson: return verbose_json(t).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    case OutputFormat::Srt: return subtitles(t, true);
-    case OutputFormat::Vtt: return subtitles(t, false);
+    case OutputFormat::Srt: return subtitles(t, true, true);
+    case OutputFormat::Vtt: return subtitles(t, false, options.vtt_always_hours);
     case OutputFormat::Tsv: {
       std::string out = "start\tend\ttext\n";
       for (const Segment& s : t.segments)

@@ -25,7 +25,13 @@ std::string format_timestamp(double seconds, bool always_include_hours, char dec
 nlohmann::json verbose_json(const Transcript& transcript);
 nlohmann::json segment_json(const Segment& segment);
 
+struct WriterOptions {
+  // The reference's VTT omits the hours field below one hour; the OpenAI API's VTT bodies
+  // always print it (the server sets this).
+  bool vtt_always_hours = false;
+};
+
 // The whole file body in `format`.
-std::string format_transcript(const Transcript& transcript, OutputFormat format);
+std::string format_transcript(const Transcript& transcript, OutputFormat format, const WriterOptions& options = {});
 
 }  // namespace hark

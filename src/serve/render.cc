@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "output/writers.h"
+
 namespace hark::serve {
 namespace {
 
@@ -10,46 +12,19 @@ using json = nlohmann::json;
 
 double round_ms(double ms) { return std::round(ms * 1000.0) / 1000.0; }
 
-json words_json(const std::vector<Word>& words) {
-  json out = json::array();
-  for (const auto& w : words)
-    out.push_back({{"word", w.word}, {"start", w.start}, {"end", w.end}, {"probability", w.probability}});
-  return out;
-}
-
-std::string trimmed(const std::string& s) {
-  size_t b = s.find_first_not_of(' ');
-  return b == std::string::npos ? std::string() : s.substr(b);
-}
-
-std::string render_subtitles(const Transcript& t, bool vtt) {
-  std::string out = vtt ? "WEBVTT\n\n" : "";
-  int index = 1;
-  for (const auto& s : t.segments) {
-    if (!vtt) out += std::to_string(index++) + "\n";
-    out += format_timestamp(s.start, vtt ? '.' : ',') + " --> " + format_timestamp(s.end, vtt ? '.' : ',') + "\n";
-    out += trimmed(s.text) + "\n\n";
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-std::string format_timestamp(double seconds, char decimal_marker) {
-  long long ms = std::llround(std::max(0.0, seconds) * 1000.0);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60,
-                decimal_marker, ms % 1000);
-  return buf;
-}
-
 json segment_json(const Segment& s, bool with_words) {
-  json j = {{"id", s.id}, {"seek", s.seek}, {"start", s.start}, {"end", s.end}, {"text", s.text},
-            {"tokens", s.tokens}, {"temperature", s.temperature}, {"avg_logprob", s.avg_logprob},
-            {"compression_ratio", s.compression_ratio}, {"no_speech_prob", s.no_speech_prob}};
-  if (with_words) j["words"] = words_json(s.words);
+  // The CLI's segment object; the API adds an empty "words" list when words were asked for
+  // and leaves it out otherwise.
+  json j = hark::segment_json(s);
+  if (!with_words) {
+    j.erase("words");
+  } else if (!j.contains("words")) {
+    j["words"] = json::array();
+  }
   return j;
 }
 
@@ -94,8 +69,10 @@ RenderedBody render_response(const Transcript& t, const RunInfo& info, ResponseF
     case ResponseFormat::Json:
     case ResponseFormat::VerboseJson: return {dump_json(response_object(t, info, format)), "application/json"};
     case ResponseFormat::Text: return {t.text + "\n", "text/plain; charset=utf-8"};
-    case ResponseFormat::Srt: return {render_subtitles(t, false), "application/x-subrip"};
-    case ResponseFormat::Vtt: return {render_subtitles(t, true), "text/vtt"};
+    // The CLI's writers, so a file and an API body of the same transcript agree.
+    case ResponseFormat::Srt: return {format_transcript(t, OutputFormat::Srt), "application/x-subrip"};
+    case ResponseFormat::Vtt:
+      return {format_transcript(t, OutputFormat::Vtt, {.vtt_always_hours = true}), "text/vtt"};
   }
   return {};
 }

@@ -35,8 +35,6 @@ RenderedBody render_response(const Transcript& t, const RunInfo& info, ResponseF
 // x-hark-timings: "load_ms=…;transcribe_ms=…;total_ms=…"
 std::string timings_header(const RunInfo& info);
 
-// "00:01:02,500" (srt) or "00:01:02.500" (vtt).
-std::string format_timestamp(double seconds, char decimal_marker);
 nlohmann::json segment_json(const Segment& s, bool with_words);
 std::string dump_json(const nlohmann::json& j);
 

@@ -68,6 +68,7 @@ class WhisperEngine : public Engine {
     }
     SeekStreamingRun run(context(), options, hooks);
     run.set_expected_seconds(audio.size() / 16000.0);
+    if (!audio.empty()) run.use_clip_maximum(audio);
     run.feed(audio);
     Transcript t = run.finish();
     if (offset != 0) shift(t, offset);

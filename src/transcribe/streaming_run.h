@@ -21,6 +21,10 @@ class SeekStreamingRun : public StreamingRun {
   double fed_seconds() const override { return samples_.size() / 16000.0; }
   // The audio length when the caller knows it up front (for progress reports).
   void set_expected_seconds(double seconds) { expected_seconds_ = seconds; }
+  // When the whole clip is known before the first feed (Engine::transcribe), clamp every
+  // window's log-mel at the clip's maximum − 8 exactly as the reference does; a live
+  // stream clamps at the maximum seen so far.
+  void use_clip_maximum(std::span<const float> clip) { mel_.use_clip_maximum(clip); }
 
  private:
   void process(bool final);

@@ -7,32 +7,51 @@
 
 namespace hark {
 
-Tensor WindowMel::window(std::span<const float> samples, int64_t seek) {
+WindowMel::Frames WindowMel::frames(std::span<const float> samples, int64_t seek) const {
   const int64_t n = static_cast<int64_t>(samples.size());
   // Two frames of left context keep the reflect padding of the STFT out of the window.
   const int64_t start = std::min(std::max<int64_t>(0, seek * kHopLength - 2 * kHopLength), n);
-  const int64_t lead = (seek * kHopLength - start) / kHopLength;
+  Frames out;
+  out.lead = (seek * kHopLength - start) / kHopLength;
   const int64_t wanted_end = seek * kHopLength + kWindowSamples + kRightContext;
   const int64_t stop = std::clamp<int64_t>(wanted_end, start, n);
   const int64_t length = stop - start;
-  const int64_t need = (lead + kWindowFrames) * kHopLength + 2 * kRightContext;
+  const int64_t need = (out.lead + kWindowFrames) * kHopLength + 2 * kRightContext;
   const int64_t pad = std::max<int64_t>(need - length, kHopLength);
-  Tensor full = log_mel_spectrogram(samples.subspan(start, length), n_mels_, pad);
+  out.full = log_mel_unclamped(samples.subspan(start, length), n_mels_, pad);
+  // Only the window's own frames count: the context frames at the cut edges are computed
+  // from reflect padding and are not frames of the whole clip.
+  const int64_t total = out.full.dim(1);
+  const int64_t end = std::min(total, out.lead + kWindowFrames);
+  const float* src = out.full.data<float>();
+  for (int m = 0; m < n_mels_; ++m)
+    for (int64_t f = out.lead; f < end; ++f) out.max = std::max(out.max, src[m * total + f]);
+  return out;
+}
 
-  const int64_t frames = full.dim(1);
-  const float* src = full.data<float>();
-  float window_max = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < full.numel(); ++i) window_max = std::max(window_max, src[i]);
-  running_max_ = std::max(running_max_, window_max);
-  // The call clamped at (its max − 8); raising the floor to (running max − 8) equals
-  // clamping the raw log-mel there, because the running max is never below its own.
-  const float floor = running_max_ - 2.0f;  // (x − 8 + 4) / 4 in rescaled units is max − 2
+void WindowMel::use_clip_maximum(std::span<const float> samples) {
+  // Windows at 0, 3000, ... cover every frame of the reference's padded mel that can hold
+  // its maximum (frames past them are log-mel of pure padding, the minimum).
+  const int64_t content = mel_content_frames(static_cast<int64_t>(samples.size()));
+  float clip_max = -std::numeric_limits<float>::infinity();
+  for (int64_t seek = 0; seek == 0 || seek < content; seek += kWindowFrames)
+    clip_max = std::max(clip_max, frames(samples, seek).max);
+  running_max_ = std::max(running_max_, clip_max);
+}
 
+Tensor WindowMel::window(std::span<const float> samples, int64_t seek) {
+  Frames fr = frames(samples, seek);
+  running_max_ = std::max(running_max_, fr.max);
+  // The reference's clamp and rescale: (max(x, max − 8) + 4) / 4 on the raw log10 values.
+  const float floor = running_max_ - 8.0f;
+
+  const int64_t total = fr.full.dim(1);
+  const float* src = fr.full.data<float>();
   Tensor out = Tensor::zeros({n_mels_, kWindowFrames});
   float* dst = out.data<float>();
   for (int m = 0; m < n_mels_; ++m)
-    for (int64_t f = 0; f < kWindowFrames && lead + f < frames; ++f)
-      dst[m * kWindowFrames + f] = std::max(src[m * frames + lead + f], floor);
+    for (int64_t f = 0; f < kWindowFrames && fr.lead + f < total; ++f)
+      dst[m * kWindowFrames + f] = (std::max(src[m * total + fr.lead + f], floor) + 4.0f) / 4.0f;
   return out;
 }
 

@@ -26,10 +26,15 @@ Transcript two_segments() {
   return t;
 }
 
-TEST(Render, TimestampsForSubtitles) {
-  EXPECT_EQ(format_timestamp(3661.25, ','), "01:01:01,250");
-  EXPECT_EQ(format_timestamp(0.0004, '.'), "00:00:00.000");
-  EXPECT_EQ(format_timestamp(59.9996, '.'), "00:01:00.000");
+TEST(Render, SubtitleCuesAreSafe) {
+  // Cue text is stripped and a "-->" inside it is defused, as the CLI's writers do.
+  Transcript t;
+  Segment s;
+  s.start = 59.9996, s.end = 61, s.text = "  a --> b \n";
+  t.segments = {s};
+  RunInfo info;
+  EXPECT_EQ(render_response(t, info, ResponseFormat::Vtt).body, "WEBVTT\n\n00:01:00.000 --> 00:01:01.000\na -> b\n\n");
+  EXPECT_EQ(render_response(t, info, ResponseFormat::Srt).body, "1\n00:01:00,000 --> 00:01:01,000\na -> b\n\n");
 }
 
 TEST(Render, SrtAndVttBodies) {
