@@ -1,0 +1,23 @@
+// The C entry points of the CUDA backend module (libhark_cuda.so). hark loads the module
+// with dlopen() on the first request for a GPU, so the CUDA runtime and cuBLAS (about
+// 0.4 s to load, and absent on most CPU machines) are never loaded by a run that does not
+// use them, and a CUDA build still starts where no CUDA library is installed.
+#pragma once
+
+#include <cstddef>
+
+namespace hark {
+class Backend;
+}
+
+extern "C" {
+
+// Number of CUDA devices the driver reports (0 when there is no driver or no GPU).
+using HarkCudaDeviceCount = int (*)();
+// A new backend on device `index`, or null with `error` (a hark ErrorCode as int, and a
+// message) filled in. The caller owns the backend.
+using HarkCudaCreateBackend = hark::Backend* (*)(int index, int* error_code, char* message, size_t message_size);
+
+inline constexpr const char* kHarkCudaDeviceCountSymbol = "hark_cuda_device_count";
+inline constexpr const char* kHarkCudaCreateBackendSymbol = "hark_cuda_create_backend";
+}
