@@ -5,19 +5,13 @@
 #include <numeric>
 #include <set>
 
+#include "core/text.h"
 #include "hark/error.h"
 
 namespace hark {
 namespace {
 
 constexpr double kTokensPerSecond = 50.0;  // one audio position = 20 ms
-
-std::string strip_spaces(const std::string& s) {
-  const char* ws = " \t\n\r\f\v";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
 
 // Python's `needle in haystack` for strings: a substring test (true for an empty needle).
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
@@ -134,7 +128,7 @@ void merge_punctuations(std::vector<WordTiming>& alignment, const std::string& p
     for (int i = j - 1; i >= 0; --i) {
       WordTiming& previous = alignment[i];
       WordTiming& following = alignment[j];
-      if (starts_with_space(previous.word) && contains(prepended, strip_spaces(previous.word))) {
+      if (starts_with_space(previous.word) && contains(prepended, strip_whitespace(previous.word))) {
         following.word = previous.word + following.word;
         following.tokens.insert(following.tokens.begin(), previous.tokens.begin(), previous.tokens.end());
         previous.word.clear();

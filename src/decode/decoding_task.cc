@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/text.h"
 #include "decode/token_decoder.h"
 #include "hark/error.h"
 
@@ -13,13 +14,6 @@ namespace hark {
 namespace {
 
 constexpr float kChunkSeconds = 30.0f;
-
-std::string strip(const std::string& text) {
-  const char* ws = " \t\n\r\f\v";
-  const size_t begin = text.find_first_not_of(ws);
-  if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(ws) - begin + 1);
-}
 
 // Python's sequence[-n:] for any integer n (n = 0 keeps everything, as in the reference).
 std::vector<int> python_tail(const std::vector<int>& tokens, int n) {
@@ -205,7 +199,7 @@ DecodingResult DecodingTask::run(Inference& inference) {
   result.tokens = candidates[best].tokens;
   result.sum_logprob = candidates[best].sum_logprob;
   result.avg_logprob = result.sum_logprob / (result.tokens.size() + 1);
-  if (vocab_.decode_text) result.text = strip(vocab_.decode_text(result.tokens));
+  if (vocab_.decode_text) result.text = strip_whitespace(vocab_.decode_text(result.tokens));
   result.compression_ratio = compression_ratio(result.text);
   return result;
 }

@@ -3,17 +3,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/text.h"
 #include "hark/error.h"
 
 namespace hark {
 namespace {
-
-std::string strip(const std::string& text) {
-  const char* ws = " \t\n\r\f\v";
-  const size_t b = text.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return text.substr(b, text.find_last_not_of(ws) - b + 1);
-}
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
@@ -22,7 +16,7 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 }
 
 // Cue text as the reference writes it: stripped, with "-->" defused.
-std::string cue_text(const Segment& s) { return replace_all(strip(s.text), "-->", "->"); }
+std::string cue_text(const Segment& s) { return replace_all(strip_whitespace(s.text), "-->", "->"); }
 
 // Python's round() for the millisecond counts (half to even).
 long long round_ms(double seconds) { return static_cast<long long>(std::nearbyint(seconds * 1000.0)); }
@@ -133,7 +127,7 @@ std::string format_transcript(const Transcript& t, OutputFormat format, const Wr
   switch (format) {
     case OutputFormat::Txt: {
       std::string out;
-      for (const Segment& s : t.segments) out += strip(s.text) + "\n";
+      for (const Segment& s : t.segments) out += strip_whitespace(s.text) + "\n";
       return out;
     }
     case OutputFormat::Json:
@@ -145,7 +139,7 @@ std::string format_transcript(const Transcript& t, OutputFormat format, const Wr
       std::string out = "start\tend\ttext\n";
       for (const Segment& s : t.segments)
         out += std::to_string(round_ms(s.start)) + "\t" + std::to_string(round_ms(s.end)) + "\t" +
-               replace_all(strip(s.text), "\t", " ") + "\n";
+               replace_all(strip_whitespace(s.text), "\t", " ") + "\n";
       return out;
     }
   }

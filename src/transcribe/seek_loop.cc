@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/text.h"
 #include "decode/model_inference.h"
 #include "hark/error.h"
 #include "tokenizer/tokenizer.h"
@@ -12,13 +13,6 @@ namespace hark {
 namespace {
 
 constexpr int kWindowFrames = 3000;
-
-std::string strip(const std::string& text) {
-  const char* ws = " \t\n\r\f\v";
-  const size_t b = text.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return text.substr(b, text.find_last_not_of(ws) - b + 1);
-}
 
 // A per-attempt sampling seed that depends only on the run seed and the window, so a
 // streamed run samples exactly what the batch run samples.
@@ -52,7 +46,7 @@ VocabularyReport fit_vocabulary(const std::vector<std::string>& terms, int budge
   report.budget = std::max(0, budget);
   hint_tokens.clear();
   for (const std::string& raw : terms) {
-    const std::string term = strip(raw);
+    const std::string term = strip_whitespace(raw);
     if (term.empty()) continue;
     // Terms are written " A, B, C": each piece is encoded on its own so the token count
     // of the whole is exactly the sum of the pieces.
@@ -85,8 +79,8 @@ SeekLoop::SeekLoop(SeekLoopContext context, TranscribeOptions options)
   seek_ = clips_[0].first;
 
   const int prompt_budget = ctx_.vocab.n_text_ctx / 2 - 1;  // 223 tokens
-  if (tok && !strip(options_.prompt).empty()) {
-    all_tokens_ = tok->encode(" " + strip(options_.prompt));
+  if (tok && !strip_whitespace(options_.prompt).empty()) {
+    all_tokens_ = tok->encode(" " + strip_whitespace(options_.prompt));
     initial_prompt_len_ = all_tokens_.size();
   }
   if (!options_.vocabulary.empty()) {
@@ -153,7 +147,7 @@ DecodingResult SeekLoop::decode_with_fallback(std::shared_ptr<const AudioContext
     d.length_penalty = options_.length_penalty;
     d.prompt = window_prompt();
     if (window_index_ == 0 && !options_.prefix.empty() && ctx_.tokenizer)
-      d.prefix = ctx_.tokenizer->encode(" " + strip(options_.prefix));
+      d.prefix = ctx_.tokenizer->encode(" " + strip_whitespace(options_.prefix));
     d.suppress_blank = options_.suppress_blank;
     d.suppress_tokens = options_.suppress_tokens;
     d.without_timestamps = options_.without_timestamps;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/text.h"
 #include "hark/error.h"
 #include "tokenizer/tokenizer.h"
 #include "transcribe/seek_loop.h"
@@ -11,12 +12,6 @@ namespace hark {
 namespace {
 
 constexpr double kSecondsPerFrame = 0.01;
-
-std::string strip_copy(const std::string& text) {
-  const char* ws = " \t\n\r\f\v";
-  const size_t b = text.find_first_not_of(ws);
-  return b == std::string::npos ? "" : text.substr(b, text.find_last_not_of(ws) - b + 1);
-}
 
 int64_t frames_at(double seconds) { return static_cast<int64_t>(std::nearbyint(seconds * kFramesPerSecond)); }
 
@@ -162,7 +157,7 @@ bool SeekLoop::skip_hallucinations(std::vector<Segment>& current, int64_t previo
 void SeekLoop::finish_window(std::vector<Segment>& current, const DecodingResult& result) {
   for (Segment& s : current) {
     // An instantaneous or blank segment keeps its place but carries nothing.
-    if (s.start == s.end || strip_copy(s.text).empty()) {
+    if (s.start == s.end || strip_whitespace(s.text).empty()) {
       s.text.clear();
       s.tokens.clear();
       s.words.clear();
