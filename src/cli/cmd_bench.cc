@@ -11,6 +11,7 @@
 #include "cli/model_arg.h"
 #include "audio/audio.h"
 #include "audio/mel.h"
+#include "core/cpu/gemm.h"
 #include "model/whisper_model.h"
 
 namespace hark::cli {
@@ -43,8 +44,9 @@ void run_bench(const BenchArgs& args) {
   std::shared_ptr<Backend> backend = make_backend(args.device, {args.threads});
   WhisperModel model(ckpt, backend);
   const HParams& hp = model.hparams();
-  std::printf("model %s (%s, %s weights), backend %s, %d threads\n", args.model.c_str(), hp.size_name().c_str(),
-              dtype_name(ckpt->dtype), backend->name().c_str(), backend->threads());
+  const std::string gemm = backend->device() == Device::Cpu ? std::string(" (GEMM: ") + gemm_library() + ")" : "";
+  std::printf("model %s (%s, %s weights), backend %s%s, %d threads\n", args.model.c_str(), hp.size_name().c_str(),
+              dtype_name(ckpt->dtype), backend->name().c_str(), gemm.c_str(), backend->threads());
   // 30 s of audio: the clip (repeated or cut to 30 s) or a deterministic chirp.
   std::vector<float> samples;
   if (!args.clip.empty()) samples = decode_audio_file(args.clip);
