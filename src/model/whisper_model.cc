@@ -174,15 +174,28 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
       if (capture)
         for (size_t i = 0; i < capture->layers.size(); ++i)
           if (capture->layers[i] == layer) capture_slot = static_cast<int>(i);
-      for (int r = 0; r < batch; ++r) {
-        const AudioContext& audio = *state.audio_[r];
-        Tensor weights;
-        if (capture_slot >= 0) {
-          const int64_t per_row = hp.n_text_head * n_new * audio.features.dim(0);
-          weights = capture->weights[capture_slot].reshape({batch * per_row}).rows(r * per_row, (r + 1) * per_row);
+      if (capture_slot < 0) {
+        // Rows that attend to the same audio (the beams of one window) go through one call,
+        // so each layer's cross K/V is read once per step instead of once per beam.
+        for (int r0 = 0; r0 < batch;) {
+          int r1 = r0 + 1;
+          while (r1 < batch && state.audio_[r1] == state.audio_[r0]) ++r1;
+          const AudioContext& audio = *state.audio_[r0];
+          Tensor out = ops::attention(be, q.rows(r0 * n_new, r1 * n_new), audio.cross_k[layer],
+                                      audio.cross_v[layer], hp.n_text_head, false, 0, nullptr);
+          Tensor dst = att.rows(static_cast<int64_t>(r0) * n_new, static_cast<int64_t>(r1) * n_new);
+          be.copy(out, dst);
+          r0 = r1;
         }
+      }
+      // Capturing the weights (word timestamps) keeps one call per row: the capture layout
+      // is [row, head, token, frame].
+      for (int r = 0; r < batch && capture_slot >= 0; ++r) {
+        const AudioContext& audio = *state.audio_[r];
+        const int64_t per_row = hp.n_text_head * n_new * audio.features.dim(0);
+        Tensor weights = capture->weights[capture_slot].reshape({batch * per_row}).rows(r * per_row, (r + 1) * per_row);
         Tensor out = ops::attention(be, q.rows(r * n_new, (r + 1) * n_new), audio.cross_k[layer], audio.cross_v[layer],
-                                    hp.n_text_head, false, 0, capture_slot >= 0 ? &weights : nullptr);
+                                    hp.n_text_head, false, 0, &weights);
         Tensor dst = att.rows(static_cast<int64_t>(r) * n_new, static_cast<int64_t>(r + 1) * n_new);
         be.copy(out, dst);
       }
