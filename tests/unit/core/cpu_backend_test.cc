@@ -46,7 +46,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(DTypesAndRows, LinearTest,
                          ::testing::Combine(::testing::Values(DType::F32, DType::F16, DType::BF16),
-                                            ::testing::Values(1, 5, 9, 40)));
+                                            ::testing::Values(1, 2, 3, 4, 5, 7, 8, 9, 40)));
 
 TEST(CpuBackend, CausalAttentionMatchesReference) {
   std::mt19937 rng(7);
