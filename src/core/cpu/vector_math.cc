@@ -44,14 +44,37 @@ void gelu_inplace(float* x, int64_t n) {
 }
 
 void softmax_row(float* x, int64_t visible, int64_t n) {
+  // The max and the sum are reduced in 16 independent lanes: a single running sum is a
+  // chain of dependent additions that the compiler may not reorder, and it made softmax
+  // the largest single cost of the encoder (1500 × 1500 scores per head and layer).
+  constexpr int kLanes = 16;
+  float lane_max[kLanes];
+  for (float& m : lane_max) m = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= visible; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lane_max[j] = std::max(lane_max[j], x[i + j]);
   float max = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < visible; ++i) max = std::max(max, x[i]);
+  for (float m : lane_max) max = std::max(max, m);
+  for (; i < visible; ++i) max = std::max(max, x[i]);
+
+  float lane_sum[kLanes] = {};
+  i = 0;
+  for (; i + kLanes <= visible; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float e = fast_exp(x[i + j] - max);
+      x[i + j] = e;
+      lane_sum[j] += e;
+    }
+  }
   float sum = 0.0f;
-  for (int64_t i = 0; i < visible; ++i) x[i] = fast_exp(x[i] - max);
-  for (int64_t i = 0; i < visible; ++i) sum += x[i];
+  for (float s : lane_sum) sum += s;
+  for (; i < visible; ++i) {
+    x[i] = fast_exp(x[i] - max);
+    sum += x[i];
+  }
   const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < visible; ++i) x[i] *= inv;
-  for (int64_t i = visible; i < n; ++i) x[i] = 0.0f;
+  for (i = 0; i < visible; ++i) x[i] *= inv;
+  for (i = visible; i < n; ++i) x[i] = 0.0f;
 }
 
 float log_sum_exp(const float* x, int64_t n) {
