@@ -31,23 +31,24 @@ const std::string kDir = std::string(HARK_TEST_DATA) + "/golden/decoding";
 // core; by default the suite checks a representative subset.
 bool slow_tests() { return std::getenv("HARK_SLOW_TESTS") != nullptr; }
 
-class GoldenDecoding : public ::testing::Test {
+// What both suites share: the goldens, the long-form mel, a model on the CPU and its first
+// window. Templated on the suite so that each keeps its own (leak-free) statics.
+template <class Suite>
+class GoldenFixture : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(kDir + "/decoding.json")) return;
-    std::ifstream f(kDir + "/decoding.json");
-    golden_ = new nlohmann::json(nlohmann::json::parse(f));
+  static void load(nlohmann::json golden, std::shared_ptr<const Checkpoint> checkpoint) {
+    golden_ = new nlohmann::json(std::move(golden));
     mel_ = new Tensor(read_npy(kDir + "/longform_mel.npy"));
-    auto ck = std::make_shared<Checkpoint>(make_synthetic_checkpoint(hparams_for_size("tiny")));
     BackendOptions bo;
     bo.threads = 2;
-    model_ = new WhisperModel(ck, make_cpu_backend(bo));
-    tokenizer_ = new std::shared_ptr<const Tokenizer>(Tokenizer::for_vocab_size(51865));
-    vocab_ = new DecodingVocabulary(make_decoding_vocabulary(**tokenizer_, ck->hparams));
+    model_ = new WhisperModel(std::move(checkpoint), make_cpu_backend(bo));
+    tokenizer_ = new std::shared_ptr<const Tokenizer>(Tokenizer::for_vocab_size(model_->hparams().n_vocab));
+    vocab_ = new DecodingVocabulary(make_decoding_vocabulary(**tokenizer_, model_->hparams()));
     window_ = new std::shared_ptr<const AudioContext>(model_->prepare_audio(mel_window(*mel_, 0)));
   }
-  void SetUp() override {
-    if (!golden_) GTEST_SKIP() << "no goldens in " << kDir << " (run scripts/oracle/decoding.py on the GPU machine)";
+  static nlohmann::json read_golden() {
+    std::ifstream f(kDir + "/decoding.json");
+    return nlohmann::json::parse(f);
   }
   const nlohmann::json& part(const std::string& name) {
     const auto& p = (*golden_)[name];
@@ -58,6 +59,24 @@ class GoldenDecoding : public ::testing::Test {
     o.language = "en";
     ModelInference inference(*model_, *window_);
     return DecodingTask(*vocab_, o).run(inference);
+  }
+
+  static inline nlohmann::json* golden_ = nullptr;
+  static inline Tensor* mel_ = nullptr;
+  static inline WhisperModel* model_ = nullptr;
+  static inline std::shared_ptr<const Tokenizer>* tokenizer_ = nullptr;
+  static inline DecodingVocabulary* vocab_ = nullptr;
+  static inline std::shared_ptr<const AudioContext>* window_ = nullptr;
+};
+
+class GoldenDecoding : public GoldenFixture<GoldenDecoding> {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(kDir + "/decoding.json")) return;
+    load(read_golden(), std::make_shared<Checkpoint>(make_synthetic_checkpoint(hparams_for_size("tiny"))));
+  }
+  void SetUp() override {
+    if (!golden_) GTEST_SKIP() << "no goldens in " << kDir << " (run scripts/oracle/decoding.py on the GPU machine)";
   }
   // The plain greedy and beam-5 windows are used by several tests; decode them once.
   const DecodingResult& greedy() {
@@ -87,12 +106,6 @@ class GoldenDecoding : public ::testing::Test {
     }
   }
 
-  static inline nlohmann::json* golden_ = nullptr;
-  static inline Tensor* mel_ = nullptr;
-  static inline WhisperModel* model_ = nullptr;
-  static inline std::shared_ptr<const Tokenizer>* tokenizer_ = nullptr;
-  static inline DecodingVocabulary* vocab_ = nullptr;
-  static inline std::shared_ptr<const AudioContext>* window_ = nullptr;
 };
 
 TEST_F(GoldenDecoding, LanguageProbabilities) {
@@ -293,43 +306,18 @@ namespace {
 
 // The same parity checks on the project's trained toy checkpoint (models/hark-toy-speech):
 // real end-of-text, timestamp and no-speech behaviour, with its measured alignment heads.
-class GoldenToyDecoding : public ::testing::Test {
+class GoldenToyDecoding : public GoldenFixture<GoldenToyDecoding> {
  protected:
   static void SetUpTestSuite() {
     const std::string toy = std::string(HARK_SOURCE_DIR) + "/models/hark-toy-speech";
     if (!std::filesystem::exists(kDir + "/decoding.json") || !std::filesystem::exists(toy)) return;
-    std::ifstream f(kDir + "/decoding.json");
-    auto j = nlohmann::json::parse(f);
-    if (!j.contains("toy_greedy")) return;
-    golden_ = new nlohmann::json(std::move(j));
-    mel_ = new Tensor(read_npy(kDir + "/longform_mel.npy"));
-    BackendOptions bo;
-    bo.threads = 2;
-    model_ = new WhisperModel(load_checkpoint(toy), make_cpu_backend(bo));
-    tokenizer_ = new std::shared_ptr<const Tokenizer>(Tokenizer::for_vocab_size(model_->hparams().n_vocab));
-    vocab_ = new DecodingVocabulary(make_decoding_vocabulary(**tokenizer_, model_->hparams()));
-    window_ = new std::shared_ptr<const AudioContext>(model_->prepare_audio(mel_window(*mel_, 0)));
+    nlohmann::json golden = read_golden();
+    if (!golden.contains("toy_greedy")) return;
+    load(std::move(golden), load_checkpoint(toy));
   }
   void SetUp() override {
     if (!golden_) GTEST_SKIP() << "no toy-model goldens in " << kDir << " (scripts/oracle/decoding.py)";
   }
-  const nlohmann::json& part(const std::string& name) {
-    const auto& p = (*golden_)[name];
-    if (p.contains("error")) ADD_FAILURE() << name << " failed in the oracle: " << p["error"];
-    return p;
-  }
-  DecodingResult decode(DecodingOptions o) {
-    o.language = "en";
-    ModelInference inference(*model_, *window_);
-    return DecodingTask(*vocab_, o).run(inference);
-  }
-
-  static inline nlohmann::json* golden_ = nullptr;
-  static inline Tensor* mel_ = nullptr;
-  static inline WhisperModel* model_ = nullptr;
-  static inline std::shared_ptr<const Tokenizer>* tokenizer_ = nullptr;
-  static inline DecodingVocabulary* vocab_ = nullptr;
-  static inline std::shared_ptr<const AudioContext>* window_ = nullptr;
 };
 
 TEST_F(GoldenToyDecoding, LanguageGreedyAndBeam) {
