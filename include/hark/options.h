@@ -52,6 +52,7 @@ struct EngineOptions {
   std::string model;         // checkpoint path (directory or ggml file)
   std::string device = "cpu";  // cpu | cuda | cuda:N | auto
   int threads = 0;           // 0 = all hardware threads
+  std::string compute_type = "auto";  // auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16
 };
 
 }  // namespace hark

@@ -1,30 +1,45 @@
-// hark bench: times the stages of one 30 s window (mel, encoder, decoder per token) and
-// reports the real-time factor. Medians over --runs repetitions after one warm-up.
+// hark bench: times the stages of a 30 s window — mel, the encoder at several batch
+// sizes, the decoder step at batch 1 and 5 — and optionally a whole warm transcription of
+// a clip (greedy and beam 5) and the cold start. Medians over --runs repetitions after
+// warm-up; the device is synchronised inside every timed region. --json writes the
+// figures for scripts (scripts/device/run-all.sh).
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
-#include "cli/model_arg.h"
+#include <nlohmann/json.hpp>
+
 #include "audio/audio.h"
 #include "audio/mel.h"
+#include "cli/commands.h"
+#include "cli/model_arg.h"
 #include "core/cpu/gemm.h"
 #include "model/whisper_model.h"
+#include "transcribe/engine_factory.h"
 
 namespace hark::cli {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct BenchArgs {
   std::string model = "synthetic:tiny";
-  std::string clip;  // audio for the mel timing (default: 30 s of a synthetic signal)
+  std::string clip;  // audio for the mel timing and the end-to-end run
   std::string device = "cpu";
   std::string dtype = "f32";
+  std::string compute_type = "auto";
+  std::string batches = "1";
+  std::string json;
   int threads = 0;
   int runs = 6;
   int tokens = 32;
+  int e2e_tokens = 0;  // > 0: cap each window's sampled tokens (synthetic weights never stop)
+  bool e2e = false;
 };
 
 double median(std::vector<double> v) {
@@ -32,21 +47,58 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
 template <class F>
 double time_ms(F&& f) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return ms_since(t0);
+}
+
+std::vector<int> parse_batches(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const int b = std::stoi(item);
+    if (b < 1 || b > 256) throw Error(ErrorCode::InvalidArgument, "[bench] batch sizes must be 1..256, got " + item);
+    out.push_back(b);
+  }
+  if (out.empty()) throw Error(ErrorCode::InvalidArgument, "[bench] --batches needs at least one size");
+  return out;
+}
+
+// Median ms per step of `rows` rows (a 4-token prompt first, then single-token steps).
+double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+  std::vector<double> medians;
+  for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
+    auto state = model.new_state(audio, rows);
+    std::vector<int32_t> start;
+    for (int i = 0; i < rows; ++i) start.insert(start.end(), {50258, 50259, 50359, 50363});
+    model.decode(*state, start, 4);
+    std::vector<double> per_token;
+    std::vector<int32_t> tokens(rows, 400);
+    for (int t = 0; t < args.tokens; ++t) per_token.push_back(time_ms([&] { model.decode(*state, tokens, 1); }));
+    medians.push_back(median(per_token));
+  }
+  return median(medians);
 }
 
 void run_bench(const BenchArgs& args) {
+  const auto start = Clock::now();
   auto ckpt = open_model_arg(args.model, args.dtype);
-  std::shared_ptr<Backend> backend = make_backend(args.device, {args.threads});
-  WhisperModel model(ckpt, backend);
-  const HParams& hp = model.hparams();
-  const std::string gemm = backend->device() == Device::Cpu ? std::string(" (GEMM: ") + gemm_library() + ")" : "";
-  std::printf("model %s (%s, %s weights), backend %s%s, %d threads\n", args.model.c_str(), hp.size_name().c_str(),
-              dtype_name(ckpt->dtype), backend->name().c_str(), gemm.c_str(), backend->threads());
+  std::shared_ptr<Backend> backend =
+      make_backend(args.device, {.threads = args.threads, .compute_type = args.compute_type});
+  auto model = std::make_shared<WhisperModel>(ckpt, backend);
+  const double load_ms = ms_since(start);
+  const HParams& hp = model->hparams();
+  nlohmann::json out = {{"model", args.model}, {"size", hp.size_name()}, {"weights", dtype_name(ckpt->dtype)},
+                        {"backend", backend->name()}, {"compute_type", dtype_name(backend->act_dtype())},
+                        {"threads", backend->threads()}};
+  const std::string gemm = backend->device() == Device::Cpu ? std::string(", GEMM ") + gemm_library() : "";
+  std::printf("model %s (%s, %s weights), backend %s, compute type %s%s, %d threads\n", args.model.c_str(),
+              hp.size_name().c_str(), dtype_name(ckpt->dtype), backend->name().c_str(),
+              dtype_name(backend->act_dtype()), gemm.c_str(), backend->threads());
   // 30 s of audio: the clip (repeated or cut to 30 s) or a deterministic chirp.
   std::vector<float> samples;
   if (!args.clip.empty()) samples = decode_audio_file(args.clip);
@@ -60,42 +112,95 @@ void run_bench(const BenchArgs& args) {
     const double ms = time_ms([&] { mel = mel_window(log_mel_spectrogram(window, hp.n_mels), 0); });
     if (r > 0) mel_times.push_back(ms);  // the first run plans the FFT
   }
-  std::shared_ptr<const AudioContext> audio = model.prepare_audio(mel);  // warm-up
-  std::vector<double> enc, dec;
-  for (int r = 0; r < args.runs; ++r) enc.push_back(time_ms([&] { audio = model.prepare_audio(mel); }));
-  for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
-    auto state = model.new_state(audio);
-    std::vector<int32_t> start = {50258, 50259, 50359, 50363};
-    model.decode(*state, start, 4);
-    std::vector<double> per_token;
-    int32_t token = 400;
-    for (int t = 0; t < args.tokens; ++t)
-      per_token.push_back(time_ms([&] { model.decode(*state, std::span<const int32_t>(&token, 1), 1); }));
-    dec.push_back(median(per_token));
+  out["mel_ms"] = median(mel_times);
+  std::printf("mel          %8.2f ms / 30 s of audio (median of %d, CPU)\n", median(mel_times), args.runs);
+
+  std::shared_ptr<const AudioContext> audio;
+  for (int b : parse_batches(args.batches)) {
+    const std::vector<Tensor> mels(b, mel);
+    std::vector<std::shared_ptr<const AudioContext>> contexts = model->prepare_audio_batch(mels);  // warm-up
+    backend->synchronize();
+    std::vector<double> enc;
+    for (int r = 0; r < args.runs; ++r)
+      enc.push_back(time_ms([&] {
+        contexts = model->prepare_audio_batch(mels);
+        backend->synchronize();
+      }));
+    if (!audio) audio = contexts.front();
+    const double per_window = median(enc) / b;
+    out["encoder_ms_per_window"][std::to_string(b)] = per_window;
+    std::printf("encoder      %8.2f ms / 30 s window at batch %d (median of %d)\n", per_window, b, args.runs);
   }
-  const double enc_ms = median(enc), dec_ms = median(dec);
-  const double mel_ms = median(mel_times);
-  const double window_ms = mel_ms + enc_ms + dec_ms * args.tokens;
-  std::printf("mel          %8.1f ms / 30 s of audio (median of %d)\n", mel_ms, args.runs);
-  std::printf("encoder      %8.1f ms / 30 s window (median of %d)\n", enc_ms, args.runs);
-  std::printf("decoder      %8.2f ms / token (batch 1, median)\n", dec_ms);
+  for (int rows : {1, 5}) {
+    const double step = decoder_step_ms(*model, audio, rows, args);
+    out["decoder_ms_per_step"][std::to_string(rows)] = step;
+    std::printf("decoder      %8.3f ms / step at batch %d (median)\n", step, rows);
+  }
+  const double window_ms = out["mel_ms"].get<double>() + out["encoder_ms_per_window"].begin()->get<double>() +
+                           out["decoder_ms_per_step"]["1"].get<double>() * args.tokens;
   std::printf("window total %8.1f ms for %d tokens  ->  real-time factor %.4f\n", window_ms, args.tokens,
               window_ms / 30000.0);
+
+  if (args.e2e) {
+    if (samples.empty()) throw Error(ErrorCode::InvalidArgument, "[bench] --e2e needs --clip FILE");
+    auto engine = make_engine(ckpt, backend);
+    for (int beam : {0, 5}) {
+      TranscribeOptions options;
+      options.temperatures = {0.0f};
+      options.beam_size = beam;
+      options.sample_len = args.e2e_tokens;
+      std::vector<double> times;
+      size_t tokens = 0;
+      for (int r = 0; r <= args.runs; ++r) {
+        // Decoding the file is part of the measured work, as for a request.
+        const double ms = time_ms([&] {
+          const std::vector<float> clip = decode_audio_file(args.clip);
+          const Transcript t = engine->transcribe(clip, options);
+          tokens = 0;
+          for (const Segment& s : t.segments) tokens += s.tokens.size();
+        });
+        if (r == 0 && beam == 0) {
+          out["cold_start_ms"] = {{"load", load_ms}, {"first_transcription", ms}};
+          std::printf("cold start   %8.1f ms load + %.1f ms first transcription\n", load_ms, ms);
+        }
+        if (r > 0) times.push_back(ms);
+      }
+      const std::string key = beam ? "e2e_beam5_ms" : "e2e_greedy_ms";
+      out[key] = median(times);
+      out[key + "_tokens"] = tokens;
+      std::printf("end to end   %8.2f ms for %.1f s of audio, %s, %zu tokens (warm, median of %d)\n", median(times),
+                  samples.size() / 16000.0, beam ? "beam 5" : "greedy", tokens, args.runs);
+    }
+  }
+  if (!args.json.empty()) {
+    std::ofstream f(args.json);
+    f << out.dump(2) << "\n";
+    if (!f) throw Error(ErrorCode::Io, "[bench] cannot write " + args.json);
+  }
 }
 
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  auto* cmd = app.add_subcommand("bench", "Time the encoder and decoder on one 30 s window");
+  auto* cmd = app.add_subcommand("bench", "Time the mel, encoder and decoder on 30 s windows (and a whole clip)");
   cmd->add_option("--model,-m", args->model, "Checkpoint path, or synthetic:SIZE for seeded random weights")
       ->capture_default_str();
-  cmd->add_option("--clip", args->clip, "Audio file for the mel timing (first 30 s, looped if shorter)");
+  cmd->add_option("--clip", args->clip, "Audio file for the mel timing (first 30 s, looped if shorter) and --e2e");
   cmd->add_option("--device", args->device, "cpu | cuda | cuda:N | auto")->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "Weight storage for synthetic models: f32 | f16 | bf16")->capture_default_str();
+  cmd->add_option("--compute-type", args->compute_type, "auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16")
+      ->capture_default_str();
+  cmd->add_option("--batches", args->batches, "Encoder batch sizes to time, e.g. 1,8,32")->capture_default_str();
   cmd->add_option("--threads,-t", args->threads, "Worker threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--runs", args->runs, "Timed repetitions (median reported)")->capture_default_str();
-  cmd->add_option("--tokens", args->tokens, "Decoder steps to time")->capture_default_str();
+  cmd->add_option("--runs", args->runs, "Timed repetitions (median reported)")->capture_default_str()->check(
+      CLI::Range(1, 1000));
+  cmd->add_option("--tokens", args->tokens, "Decoder steps to time")->capture_default_str()->check(CLI::Range(1, 400));
+  cmd->add_flag("--e2e", args->e2e, "Also time whole warm transcriptions of --clip (greedy and beam 5) and the cold start");
+  cmd->add_option("--e2e-tokens", args->e2e_tokens, "Most tokens sampled per window in --e2e (0 = the model's default)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 224));
+  cmd->add_option("--json", args->json, "Write the figures to this JSON file");
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -171,6 +171,9 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--model,-m", a->engine.model, "Checkpoint folder/file, repo id or short name")->required();
   cmd->add_option("--device", a->engine.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   cmd->add_option("--threads", a->engine.threads, "CPU threads (0 = all)")->capture_default_str();
+  cmd->add_option("--compute-type", a->engine.compute_type,
+                  "activations: auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16; f32 is the reference path")
+      ->capture_default_str();
   cmd->add_option("--language", o.language, "Spoken language code or name (default: detect from the first 30 s)");
   cmd->add_option("--task", a->task, "transcribe, or translate to English")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "Sampling temperature, or a comma list forming the fallback ladder")

@@ -1,0 +1,112 @@
+// The decoder's products at a few rows (batch-1 steps, beams): y = x·wᵀ + b with 16-bit
+// weights. They are bound by reading w, so each warp streams one weight row with 16-byte
+// loads (four in flight per lane) while x sits in shared memory, and the epilogue (bias,
+// exact GELU, residual add, fp32 logits) is applied before the single store.
+#include <algorithm>
+
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device/types.cuh"
+#include "core/cuda/dispatch.cuh"
+#include "core/cuda/kernels.cuh"
+
+namespace hark::cuda {
+namespace {
+
+using namespace device;
+constexpr int kWarps = 8;
+constexpr int kUnroll = 4;
+constexpr int kMaxSmem = 96 * 1024;  // x of 8 rows of width 6144 in 16-bit
+
+template <class T, class Y>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, int m, int k,
+                                                           const T* __restrict__ w, int n, const T* __restrict__ bias,
+                                                           Y* y, int64_t ldy, int epilogue) {
+  extern __shared__ uint4 xs[];
+  const int kw = k / 8;  // 16-byte words per row
+  for (int i = threadIdx.x; i < m * kw; i += blockDim.x) xs[i] = reinterpret_cast<const uint4*>(x)[i];
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int col = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (col >= n) return;
+  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(col) * k);
+  float acc[kGemvMaxRows] = {};
+  for (int base = lane; base < kw; base += 32 * kUnroll) {
+    uint4 wv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int idx = base + u * 32;
+      wv[u] = idx < kw ? __ldg(wrow + idx) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int idx = base + u * 32;
+      if (idx < kw) {
+        float wf[8];
+        widen8<T>(wv[u], wf);
+#pragma unroll
+        for (int r = 0; r < kGemvMaxRows; ++r) {
+          if (r < m) {
+            float xf[8];
+            widen8<T>(xs[r * kw + idx], xf);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[r] = fmaf(wf[j], xf[j], acc[r]);
+          }
+        }
+      }
+    }
+  }
+  const float b = bias ? to_float(bias[col]) : 0.0f;
+#pragma unroll
+  for (int r = 0; r < kGemvMaxRows; ++r) {
+    if (r < m) {
+      const float sum = warp_sum(acc[r]);
+      if (lane == r) {
+        float v = sum + b;
+        Y* dst = y + r * ldy + col;
+        if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);
+        if (epilogue == static_cast<int>(GemvEpilogue::Residual)) v += to_float(*dst);
+        *dst = from_float<Y>(v);
+      }
+    }
+  }
+}
+
+template <class T, class Y>
+void launch(const void* x, int m, int k, const void* w, int n, const void* bias, void* y, int64_t ldy, int epilogue,
+            cudaStream_t stream) {
+  const int rows_per_pass = std::max(1, std::min(kGemvMaxRows, kMaxSmem / (k * 2)));
+  for (int r0 = 0; r0 < m; r0 += rows_per_pass) {
+    const int rows = std::min(rows_per_pass, m - r0);
+    const size_t smem = static_cast<size_t>(rows) * k * 2;
+    gemv_kernel<T, Y><<<blocks_for(n, kWarps), kWarps * 32, smem, stream>>>(
+        static_cast<const T*>(x) + static_cast<int64_t>(r0) * k, rows, k, static_cast<const T*>(w), n,
+        static_cast<const T*>(bias), static_cast<Y*>(y) + r0 * ldy, ldy, epilogue);
+  }
+}
+
+}  // namespace
+
+void gemv_setup() {
+  check(cudaFuncSetAttribute(gemv_kernel<__half, __half>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem), "gemv");
+  check(cudaFuncSetAttribute(gemv_kernel<__half, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem), "gemv");
+  check(cudaFuncSetAttribute(gemv_kernel<__nv_bfloat16, __nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kMaxSmem),
+        "gemv");
+  check(cudaFuncSetAttribute(gemv_kernel<__nv_bfloat16, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem),
+        "gemv");
+}
+
+void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
+          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream) {
+  if (m <= 0 || n <= 0) return;
+  if (k % 8 != 0) throw Error(ErrorCode::Internal, "[cuda] gemv needs a width divisible by 8");
+  dispatch_half(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (y_dt == DType::F32)
+      launch<T, float>(x, m, k, w, n, bias, y, ldy, static_cast<int>(epilogue), stream);
+    else
+      launch<T, T>(x, m, k, w, n, bias, y, ldy, static_cast<int>(epilogue), stream);
+  });
+}
+
+}  // namespace hark::cuda
