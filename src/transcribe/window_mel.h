@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -36,6 +37,11 @@ class WindowMel {
 
   int n_mels_;
   float running_max_ = -std::numeric_limits<float>::infinity();  // raw log10 units
+  // The first window's frames and the samples they came from: use_clip_maximum(),
+  // language detection and the first window all need them, and a clip of one window (the
+  // common request) then runs its STFT once instead of three times.
+  mutable std::vector<float> first_input_;
+  mutable Frames first_;
 };
 
 // Zeroes frames [keep, 3000) of a window (the reference's pad_or_trim of a short window).

@@ -61,6 +61,7 @@ const void* CudaBackend::resident(const Tensor& t, DType dtype) {
   const auto key = std::make_tuple(t.raw(), t.nbytes(), dtype);
   auto it = weights_.find(key);
   if (it == weights_.end()) {
+    const PauseArena pause(arena_);  // resident weights outlive any recorded step
     Tensor dev = alloc(t.shape(), dtype);
     if (t.dtype() == dtype) {
       check(cudaMemcpyAsync(dev.raw(), t.raw(), t.nbytes(), cudaMemcpyHostToDevice, stream_), "uploading weights");
@@ -156,6 +157,7 @@ void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> 
   const auto key = std::make_pair(static_cast<const void*>(ws[0]->raw()), ws.size());
   auto it = packed_.find(key);
   if (it == packed_.end()) {
+    const PauseArena pause(arena_);
     // One [ΣN, K] weight and one bias (zeros where a part has none), in the compute dtype.
     int64_t n = 0;
     bool any_bias = false;

@@ -101,6 +101,13 @@ class CudaBackend final : public Backend {
     bool measuring = false;
   };
   Arena* arena_ = nullptr;
+  // Serves allocations normally for its lifetime (weights made during a recorded step).
+  struct PauseArena {
+    Arena*& slot;
+    Arena* saved;
+    explicit PauseArena(Arena*& a) : slot(a), saved(a) { slot = nullptr; }
+    ~PauseArena() { slot = saved; }
+  };
 };
 
 }  // namespace hark

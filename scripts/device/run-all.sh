@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Everything the GPU fast path is judged by, in one call on the GPU machine (one H200):
+# the CUDA op tests, fp32 parity against the oracle goldens, the fast-path rules (f16 and
+# bf16 against fp32, synthetic shapes and the bundled model), compute-sanitizer memcheck
+# and racecheck, hark's benchmarks and transformers' beside them. Needs the bundle of
+# scripts/device/bundle.sh (.device-carry/bundle.tar.xz, carried). Writes $OUT/results.md
+# plus logs and JSON.
+#   bash scripts/device/run-all.sh [quick|full]
+#     quick: tests on tiny + the bundled model, one f16 benchmark (no sanitizer, no peers)
+set -uo pipefail
+mode=${1:-full}
+OUT=${OUT:-/tmp/hark-device-out}
+mkdir -p "$OUT"
+root=$(pwd)
+bundle=/tmp/hark-bundle/bundle
+if [[ ! -x $bundle/bin/hark ]]; then
+  mkdir -p /tmp/hark-bundle
+  python3 -c "import tarfile; tarfile.open('.device-carry/bundle.tar.xz').extractall('/tmp/hark-bundle')" ||
+    { echo "no bundle: run scripts/device/bundle.sh here first and carry .device-carry/bundle.tar.xz"; exit 1; }
+fi
+# The binaries were built in /work/main: they find test data and assets there.
+if [[ $root != /work/main && ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
+cuda_lib=$(dirname "$(python3 -c 'import nvidia.cu13, os; print(os.path.join(nvidia.cu13.__path__[0], "lib", "x"))' 2>/dev/null || echo /usr/local/cuda/lib64/x)")
+export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64:$cuda_lib:${LD_LIBRARY_PATH:-}
+export HARK_CUDA_MODULE=$bundle/bin/libhark_cuda.so
+results=$OUT/results.md
+hark=$bundle/bin/hark
+section() { echo; echo "## $*" | tee -a "$results"; }
+run() {  # name, timeout seconds, command...
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "- \`$name\`: exit $rc, $((SECONDS - t0)) s" | tee -a "$results"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |FAILED TEST|tests ran|^\[toy fast path|^(mel|encoder|decoder|window|end to end|cold start|model|transformers) ' "$OUT/$name.log" | head -60 | sed 's/^/    /' | tee -a "$results"
+  return $rc
+}
+{
+  echo "# hark on the GPU machine, $(date -u +%F' '%H:%M) UTC ($mode)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} | tee "$results"
+missing=$(ldd "$hark" "$HARK_CUDA_MODULE" | grep 'not found' | sort -u)
+[[ -n $missing ]] && { echo "missing libraries: $missing" | tee -a "$results"; exit 1; }
+
+section "CUDA ops (f32, f16, bf16 against the CPU)"
+run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_output=xml:"$OUT/cuda_ops.xml"
+section "fp32 parity against transformers (goldens)"
+large=$([[ $mode == full ]] && echo 1 || echo "")
+HARK_PARITY_LARGE=$large run parity 600 "$bundle/tests/hark_test_model" --gtest_filter='*ModelParity*cuda*:*BatchedDecode*' \
+  --gtest_output=xml:"$OUT/parity.xml"
+section "fast path against fp32 (synthetic shapes, bundled model)"
+HARK_PARITY_LARGE=$large run fast_path 900 "$bundle/tests/hark_test_gpu" --gtest_output=xml:"$OUT/fast_path.xml"
+grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/parity.xml" "$OUT/fast_path.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
+
+section "benchmarks (hark bench)"
+clip=tests/data/audio/jfk.wav
+bench() {  # name, args...
+  local name=$1
+  shift
+  run "bench_$name" 600 "$hark" bench --device cuda --runs 10 --json "$OUT/bench_$name.json" "$@"
+}
+bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
+if [[ $mode == full ]]; then
+  bench turbo_bf16 --model synthetic:large-v3-turbo --dtype f16 --compute-type bf16 --batches 1,8,32
+  bench turbo_f32 --model synthetic:large-v3-turbo --dtype f16 --compute-type f32 --batches 1 --runs 5
+  bench tiny_f16 --model synthetic:tiny --dtype f16 --compute-type f16 --batches 1,32 --clip $clip --e2e --e2e-tokens 30
+  bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-00.wav --e2e
+  section "transformers fp16 + SDPA on the same machine"
+  run transformers 600 python3 scripts/device/transformers_bench.py --size large-v3-turbo --out "$OUT/transformers.json"
+  section "compute-sanitizer"
+  if command -v compute-sanitizer >/dev/null; then
+    run memcheck 600 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$bundle/tests/hark_test_cuda"
+    tail -3 "$OUT/memcheck.log" | sed 's/^/    /' | tee -a "$results"
+    run racecheck 600 compute-sanitizer --tool racecheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
+      --gtest_filter='*/f16:-*Linear*:*Packed*'
+    tail -3 "$OUT/racecheck.log" | sed 's/^/    /' | tee -a "$results"
+  fi
+fi
+echo; echo "done in $SECONDS s" | tee -a "$results"
