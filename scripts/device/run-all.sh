@@ -5,8 +5,12 @@
 # and racecheck, hark's benchmarks and transformers' beside them. Needs the bundle of
 # scripts/device/bundle.sh (.device-carry/bundle.tar.xz, carried). Writes $OUT/results.md
 # plus logs and JSON.
-#   bash scripts/device/run-all.sh [quick|full]
+#   bash scripts/device/run-all.sh [quick|full|profile]
 #     quick: tests on tiny + the bundled model, one f16 benchmark (no sanitizer, no peers)
+#     check: compute-sanitizer (memcheck, racecheck) on the CUDA tests, and Nsight
+#            Compute's duration of every kernel of a turbo f16 bench (encoder windows,
+#            decoder steps) as CSV for scripts/device/kernel_table.py
+#   (full runs everything but check's part; run check in a second call)
 set -uo pipefail
 mode=${1:-full}
 OUT=${OUT:-/tmp/hark-device-out}
@@ -45,14 +49,35 @@ run() {  # name, timeout seconds, command...
 missing=$(ldd "$hark" "$HARK_CUDA_MODULE" | grep 'not found' | sort -u)
 [[ -n $missing ]] && { echo "missing libraries: $missing" | tee -a "$results"; exit 1; }
 
+if [[ $mode == check ]]; then
+  section "compute-sanitizer"
+  run memcheck 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$bundle/tests/hark_test_cuda"
+  tail -3 "$OUT/memcheck.log" | sed 's/^/    /' | tee -a "$results"
+  run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
+    --gtest_filter='*/f16:-*Linear*:*Packed*'
+  tail -3 "$OUT/racecheck.log" | sed 's/^/    /' | tee -a "$results"
+  run memcheck_graphs 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/tests/hark_test_gpu" \
+    --gtest_filter='*RecordedSteps*tiny_f16*:*BatchedWindows*tiny_f16*'
+  tail -3 "$OUT/memcheck_graphs.log" | sed 's/^/    /' | tee -a "$results"
+  section "kernel durations (ncu, large-v3-turbo f16: 2 encoder windows, decoder steps at batch 1 and 5)"
+  ncu --clock-control none --graph-profiling node --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 --tokens 3 \
+    >"$OUT/ncu.csv" 2>"$OUT/ncu.err"
+  echo "- ncu: exit $?, $(wc -l <"$OUT/ncu.csv") lines" | tee -a "$results"
+  tail -3 "$OUT/ncu.err" | sed 's/^/    /' | tee -a "$results"
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+
 section "CUDA ops (f32, f16, bf16 against the CPU)"
 run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_output=xml:"$OUT/cuda_ops.xml"
 section "fp32 parity against transformers (goldens)"
-large=$([[ $mode == full ]] && echo 1 || echo "")
-HARK_PARITY_LARGE=$large run parity 600 "$bundle/tests/hark_test_model" --gtest_filter='*ModelParity*cuda*:*BatchedDecode*' \
+large=()
+[[ $mode == full ]] && large=(env HARK_PARITY_LARGE=1)
+run parity 600 "${large[@]}" "$bundle/tests/hark_test_model" --gtest_filter='*ModelParity*cuda*:*BatchedDecode*' \
   --gtest_output=xml:"$OUT/parity.xml"
 section "fast path against fp32 (synthetic shapes, bundled model)"
-HARK_PARITY_LARGE=$large run fast_path 900 "$bundle/tests/hark_test_gpu" --gtest_output=xml:"$OUT/fast_path.xml"
+run fast_path 900 "${large[@]}" "$bundle/tests/hark_test_gpu" --gtest_output=xml:"$OUT/fast_path.xml"
 grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/parity.xml" "$OUT/fast_path.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
 
 section "benchmarks (hark bench)"
@@ -70,13 +95,5 @@ if [[ $mode == full ]]; then
   bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-00.wav --e2e
   section "transformers fp16 + SDPA on the same machine"
   run transformers 600 python3 scripts/device/transformers_bench.py --size large-v3-turbo --out "$OUT/transformers.json"
-  section "compute-sanitizer"
-  if command -v compute-sanitizer >/dev/null; then
-    run memcheck 600 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$bundle/tests/hark_test_cuda"
-    tail -3 "$OUT/memcheck.log" | sed 's/^/    /' | tee -a "$results"
-    run racecheck 600 compute-sanitizer --tool racecheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
-      --gtest_filter='*/f16:-*Linear*:*Packed*'
-    tail -3 "$OUT/racecheck.log" | sed 's/^/    /' | tee -a "$results"
-  fi
 fi
 echo; echo "done in $SECONDS s" | tee -a "$results"

@@ -118,6 +118,15 @@ class Backend {
   virtual void gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
                                 std::span<const int> lengths) = 0;
 
+  // The k best tokens of each row of logits [rows, vocab] (f32) after the logit filters
+  // that `spec` describes (i32, core/token_select.h), with their log-probabilities:
+  // out is i32 [rows, k, 2] (token, float bits). All three live on this device.
+  virtual void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) = 0;
+  // Whether decoding should choose tokens with select_tokens (next to the logits) rather
+  // than bring every row's logits to the host: the GPU fast path. The fp32 reference paths
+  // keep the host filters, which compute the reference's double-precision sums.
+  virtual bool prefers_device_selection() const { return false; }
+
   // A copy of a host tensor on this backend's device (the CPU backend returns it as is).
   virtual Tensor to_device(const Tensor& host) { return host; }
   // A host copy of a tensor on this device (waits for pending work).

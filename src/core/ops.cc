@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/token_select.h"
+
 namespace hark::ops {
 namespace {
 
@@ -181,6 +183,15 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& positions, cons
   Tensor out = be.alloc({ids.numel(), table.dim(1)}, be.act_dtype());
   be.embedding(table, positions, ids, lengths, n_new, out);
   return out;
+}
+
+void select_tokens(Backend& be, const Tensor& logits, const Tensor& spec, int k, Tensor& out) {
+  if (logits.rank() != 2 || logits.dtype() != DType::F32) shape_error("select_tokens", "logits " + logits.describe());
+  const int rows = static_cast<int>(logits.dim(0)), vocab = static_cast<int>(logits.dim(1));
+  require_i32("select_tokens", spec, select_spec_size(vocab, rows), "spec");
+  if (k < 1 || k > 16) shape_error("select_tokens", "k must be 1..16, got " + std::to_string(k));
+  require_i32("select_tokens", out, static_cast<int64_t>(rows) * k * 2, "out");
+  be.select_tokens(logits, spec, k, out);
 }
 
 Tensor transpose(Backend& be, const Tensor& x) {

@@ -34,6 +34,9 @@ Tensor cross_attention(Backend& be, const Tensor& q, const PackedKV& kv, const T
                        std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor* weights = nullptr);
 Tensor embedding(Backend& be, const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths,
                  int n_new);
+// The k best filtered tokens of each row of f32 logits [rows, vocab] (core/token_select.h):
+// writes i32 [rows, k, 2] into `out` (allocated by the caller on the backend's device).
+void select_tokens(Backend& be, const Tensor& logits, const Tensor& spec, int k, Tensor& out);
 // y = xᵀ for a 2-D activation.
 Tensor transpose(Backend& be, const Tensor& x);
 

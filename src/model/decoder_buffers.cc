@@ -1,10 +1,12 @@
 #include "model/decoder_buffers.h"
 
+#include "core/token_select.h"
+
 namespace hark {
 
 DecoderBufferPool::~DecoderBufferPool() {
   for (auto& [key, sets] : free_)
-    for (auto& set : sets) backend_->forget_replay(set->id);
+    for (auto& set : sets) forget(*set);
 }
 
 std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, const DecoderShape& shape,
@@ -34,6 +36,11 @@ std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, co
   set->host_inputs = be.alloc_host({n_inputs}, DType::I32);
   set->inputs = be.alloc({n_inputs}, DType::I32);
   set->host_logits = be.alloc_host({shape.batch, hp.n_vocab}, DType::F32);
+  const int64_t spec = select_spec_size(hp.n_vocab, shape.batch);
+  set->host_spec = be.alloc_host({spec}, DType::I32);
+  set->spec = be.alloc({spec}, DType::I32);
+  set->host_choices = be.alloc_host({shape.batch, DecoderBuffers::kMaxChoices, 2}, DType::I32);
+  set->choices = be.alloc({shape.batch, DecoderBuffers::kMaxChoices, 2}, DType::I32);
   return set;
 }
 
@@ -45,7 +52,12 @@ void DecoderBufferPool::release(std::shared_ptr<DecoderBuffers> buffers) {
     sets.push_back(std::move(buffers));
     return;
   }
-  backend_->forget_replay(buffers->id);
+  forget(*buffers);
+}
+
+void DecoderBufferPool::forget(const DecoderBuffers& buffers) {
+  // The plain step's record and one per choice count (decode_select).
+  for (uint64_t k = 0; k <= DecoderBuffers::kMaxChoices; ++k) backend_->forget_replay(buffers.id << 8 | k);
 }
 
 }  // namespace hark

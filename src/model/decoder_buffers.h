@@ -34,6 +34,10 @@ struct DecoderBuffers {
   // side is written before each step and copied to the device inside it.
   Tensor host_inputs, inputs;
   Tensor host_logits;  // f32 [batch, n_vocab]: the last position of each row
+  // Token selection next to the logits (decode_select): the filters' spec and the choices.
+  Tensor host_spec, spec;        // i32 select_spec_size(n_vocab, batch)
+  Tensor host_choices, choices;  // i32 [batch, kMaxChoices, 2]
+  static constexpr int kMaxChoices = 16;
 };
 
 class DecoderBufferPool {
@@ -48,6 +52,7 @@ class DecoderBufferPool {
 
  private:
   static constexpr size_t kKeepPerShape = 2;
+  void forget(const DecoderBuffers& buffers);
   std::shared_ptr<Backend> backend_;
   std::mutex mutex_;
   std::map<std::pair<DecoderShape, bool>, std::vector<std::shared_ptr<DecoderBuffers>>> free_;

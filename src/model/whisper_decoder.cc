@@ -2,6 +2,7 @@
 // Every per-step value (tokens, positions, which window a row reads) reaches the kernels
 // through the state's input buffer, so a backend may record one step and replay it.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "core/ops.h"
@@ -77,6 +78,14 @@ void WhisperModel::validate_step(const DecoderState& state, std::span<const int3
                                                   " outside the vocabulary of " + std::to_string(hp.n_vocab));
 }
 
+void WhisperModel::stage_inputs(DecoderState& state, std::span<const int32_t> tokens) {
+  const int batch = state.batch();
+  int32_t* in = state.buffers_->host_inputs.data<int32_t>();
+  std::copy(state.lengths_.begin(), state.lengths_.end(), in);
+  std::copy(state.row_window_.begin(), state.row_window_.end(), in + batch);
+  std::copy(tokens.begin(), tokens.end(), in + 2 * batch);
+}
+
 Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens, int n_new, bool all_positions,
                             CrossAttentionCapture* capture) {
   const HParams& hp = hparams();
@@ -84,10 +93,7 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
   validate_step(state, tokens, n_new);
   const int batch = state.batch();
   DecoderBuffers& buf = *state.buffers_;
-  int32_t* in = buf.host_inputs.data<int32_t>();
-  std::copy(state.lengths_.begin(), state.lengths_.end(), in);
-  std::copy(state.row_window_.begin(), state.row_window_.end(), in + batch);
-  std::copy(tokens.begin(), tokens.end(), in + 2 * batch);
+  stage_inputs(state, tokens);
   if (capture) {
     capture->weights.clear();
     for (size_t i = 0; i < capture->layers.size(); ++i)
@@ -100,7 +106,7 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
     if (all_positions) result = result.reshape({batch, n_new, hp.n_vocab});
   } else {
     // The common single-token step: recorded once per buffer set, replayed afterwards.
-    be.replay(buf.id, [&] {
+    be.replay(buf.id << 8, [&] {
       Tensor logits = decoder_forward(state, n_new, false, nullptr);
       be.copy_async(logits, buf.host_logits);
     });
@@ -159,6 +165,37 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
   // Logits use the token embedding as the output projection (tied weights), in fp32.
   Tensor normed = norm(be, hidden, layers_.decoder_ln);
   return ops::linear(be, normed, *layers_.token_embedding, nullptr, Epilogue::None, DType::F32);
+}
+
+std::vector<TokenChoice> WhisperModel::decode_select(DecoderState& state, std::span<const int32_t> tokens,
+                                                     const SelectionRules& rules, std::span<const SampledSummary> rows,
+                                                     int k) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  validate_step(state, tokens, 1);
+  const int batch = state.batch();
+  if (static_cast<int>(rows.size()) != batch || k < 1 || k > DecoderBuffers::kMaxChoices)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] decode_select needs one summary per row and 1..16 choices");
+  DecoderBuffers& buf = *state.buffers_;
+  stage_inputs(state, tokens);
+  const std::vector<int32_t> spec = make_select_spec(rules, hp.n_vocab, rows);
+  std::copy(spec.begin(), spec.end(), buf.host_spec.data<int32_t>());
+  const int64_t n_choices = static_cast<int64_t>(batch) * k * 2;
+  Tensor choices = buf.choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  Tensor host_choices = buf.host_choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  // A separate record per k (the selection's launch differs), 8 bits above the plain step's key.
+  be.replay(buf.id << 8 | static_cast<uint64_t>(k), [&] {
+    Tensor logits = decoder_forward(state, 1, false, nullptr);
+    be.copy_async(buf.host_spec, buf.spec);
+    ops::select_tokens(be, logits, buf.spec, k, choices);
+    be.copy_async(choices, host_choices);
+  });
+  be.synchronize();
+  for (int r = 0; r < batch; ++r) state.lengths_[r] += 1;
+  std::vector<TokenChoice> out(static_cast<size_t>(batch) * k);
+  const int32_t* c = host_choices.data<int32_t>();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = {c[2 * i], std::bit_cast<float>(c[2 * i + 1])};
+  return out;
 }
 
 void WhisperModel::reorder(DecoderState& state, std::span<const int> source) {

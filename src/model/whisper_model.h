@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/token_select.h"
 #include "model/checkpoint.h"
 #include "model/layer_weights.h"
 
@@ -83,6 +84,14 @@ class WhisperModel {
   Tensor decode(DecoderState& state, std::span<const int32_t> tokens, int n_new, bool all_positions = false,
                 CrossAttentionCapture* capture = nullptr);
 
+  // Appends one token to every row and chooses the next next to the logits (on the GPU
+  // with the fast path): the k best tokens of each row after the filters of `rules`, given
+  // each row's sampled tokens (summarised), with log-probabilities. Returns [batch × k].
+  std::vector<TokenChoice> decode_select(DecoderState& state, std::span<const int32_t> tokens,
+                                         const SelectionRules& rules, std::span<const SampledSummary> rows, int k);
+  // Whether decode_select is the fast way to decode on this backend.
+  bool selects_on_device() const { return backend_->prefers_device_selection(); }
+
   // Beam bookkeeping: row i of the new state continues row source[i] of the old one.
   // Self-attention caches are gathered; the audio (and its cross K/V) is never copied.
   void reorder(DecoderState& state, std::span<const int> source);
@@ -93,6 +102,7 @@ class WhisperModel {
   // The decoder's forward pass over the state's staged inputs; returns logits on the device.
   Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture);
   void validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new) const;
+  void stage_inputs(DecoderState& state, std::span<const int32_t> tokens);
 
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::shared_ptr<Backend> backend_;

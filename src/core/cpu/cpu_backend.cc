@@ -9,6 +9,7 @@
 #include "core/cpu/gemm.h"
 #include "core/cpu/gemv_half.h"
 #include "core/cpu/vector_math.h"
+#include "core/token_select.h"
 
 namespace hark {
 
@@ -19,8 +20,8 @@ const float* CpuBackend::f32_weights(const Tensor& w) {
   std::lock_guard<std::mutex> lock(cache_mutex_);
   const auto key = std::make_pair(w.raw(), w.nbytes());
   auto it = f32_cache_.find(key);
-  if (it == f32_cache_.end()) it = f32_cache_.emplace(key, w.to_f32(false)).first;
-  return it->second.data<float>();
+  if (it == f32_cache_.end()) it = f32_cache_.emplace(key, std::make_pair(w, w.to_f32(false))).first;
+  return it->second.second.data<float>();
 }
 
 void CpuBackend::product(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy) {
@@ -200,6 +201,11 @@ void CpuBackend::gather_sequences(std::span<Tensor* const> caches, int64_t rows_
                   lengths[i] * row_bytes);
     *cache = fresh;
   }
+}
+
+void CpuBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) {
+  select_tokens_reference(logits.data<float>(), static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)),
+                          spec.data<int32_t>(), k, out.data<int32_t>());
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {

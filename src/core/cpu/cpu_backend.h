@@ -44,6 +44,7 @@ class CpuBackend final : public Backend {
   void transpose(const Tensor& x, Tensor& y) override;
   void gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
                         std::span<const int> lengths) override;
+  void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
 
   ThreadPool& pool() { return pool_; }
 
@@ -55,7 +56,9 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   std::mutex cache_mutex_;
-  std::map<std::pair<const void*, size_t>, Tensor> f32_cache_;  // (address, bytes) → fp32 copy
+  // (address, bytes) → (the weight itself, kept alive so its address is not reused; its
+  // fp32 copy).
+  std::map<std::pair<const void*, size_t>, std::pair<Tensor, Tensor>> f32_cache_;
 };
 
 // Strided multi-head attention on fp32 rows (cpu_attention.cc): query row i of q (stride

@@ -71,10 +71,10 @@ const void* CudaBackend::resident(const Tensor& t, DType dtype) {
       cuda::convert(t.dtype(), staging.raw(), dtype, dev.raw(), t.numel(), stream_);
       cuda::check_launch("convert");
     }
-    check(cudaStreamSynchronize(stream_), "uploading weights");  // the host bytes may go away
-    it = weights_.emplace(key, dev).first;
+    check(cudaStreamSynchronize(stream_), "uploading weights");
+    it = weights_.emplace(key, Resident{t, dev}).first;
   }
-  return it->second.raw();
+  return it->second.device.raw();
 }
 
 void CudaBackend::product_f32(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy, float beta) {
@@ -170,21 +170,26 @@ void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> 
       b = alloc({n}, act_);
       check(cudaMemsetAsync(b.raw(), 0, b.nbytes(), stream_), "packing biases");
     }
+    Packed packed;
     int64_t row = 0;
     for (size_t i = 0; i < ws.size(); ++i) {
       const int64_t rows = ws[i]->dim(0);
       Tensor dst = w.rows(row, row + rows);
       copy(*ws[i], dst);
+      packed.parts.push_back(*ws[i]);
       if (biases[i]) {
         Tensor bdst = b.rows(row, row + rows);
         copy(*biases[i], bdst);
+        packed.parts.push_back(*biases[i]);
       }
       row += rows;
     }
-    it = packed_.emplace(key, std::make_pair(w, b)).first;
+    packed.weight = w;
+    packed.bias = b;
+    it = packed_.emplace(key, std::move(packed)).first;
   }
-  const Tensor& w = it->second.first;
-  const Tensor* b = it->second.second.defined() ? &it->second.second : nullptr;
+  const Tensor& w = it->second.weight;
+  const Tensor* b = it->second.bias.defined() ? &it->second.bias : nullptr;
   linear(x, w, b, y, Epilogue::None);
 }
 
@@ -248,6 +253,14 @@ void CudaBackend::embedding(const Tensor& table, const Tensor& positions, const 
   cuda::embedding(act_, resident(table, act_), resident(positions, act_), ids.data<int32_t>(), lengths.data<int32_t>(),
                   ids.numel(), n_new, table.dim(1), out.raw(), stream_);
   cuda::check_launch("embedding");
+}
+
+void CudaBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) {
+  if (logits.device() != Device::Cuda || spec.device() != Device::Cuda || out.device() != Device::Cuda)
+    throw Error(ErrorCode::Internal, "[cuda] select_tokens reads and writes GPU tensors");
+  cuda::select_tokens(logits.data<float>(), static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)),
+                      spec.data<int32_t>(), k, out.data<int32_t>(), stream_);
+  cuda::check_launch("select_tokens");
 }
 
 }  // namespace hark

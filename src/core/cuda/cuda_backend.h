@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/cuda/gemm_lt.h"
@@ -54,6 +55,8 @@ class CudaBackend final : public Backend {
   void transpose(const Tensor& x, Tensor& y) override;
   void gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
                         std::span<const int> lengths) override;
+  void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
+  bool prefers_device_selection() const override { return act_ != DType::F32; }
   Tensor to_device(const Tensor& host) override;
   Tensor to_host(const Tensor& t) override;
   void replay(uint64_t key, const std::function<void()>& step) override;
@@ -88,8 +91,17 @@ class CudaBackend final : public Backend {
   void* workspace_ = nullptr;  // cuBLAS/cuBLASLt workspace (fixed: graph capture allocates nothing)
   std::unique_ptr<cuda::LtGemm> lt_;
   std::mutex cache_mutex_;
-  std::map<std::tuple<const void*, size_t, DType>, Tensor> weights_;
-  std::map<std::pair<const void*, size_t>, std::pair<Tensor, Tensor>> packed_;  // packed weight, bias
+  // Device copies keyed by the host tensor's address; each entry also holds the host
+  // tensor, so that its address cannot be reused by another weight while cached.
+  struct Resident {
+    Tensor host, device;
+  };
+  std::map<std::tuple<const void*, size_t, DType>, Resident> weights_;
+  struct Packed {
+    std::vector<Tensor> parts;  // the host weights and biases packed (kept alive, see above)
+    Tensor weight, bias;
+  };
+  std::map<std::pair<const void*, size_t>, Packed> packed_;
   Tensor index_buffer_, index_staging_;
 
   bool graphs_enabled_ = true;

@@ -78,4 +78,9 @@ void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv
                              const int32_t* row_window, int rows, int n_new, int n_heads, int head_dim, float* weights,
                              cudaStream_t stream);
 
+// ---- token_select.cu -------------------------------------------------------------------
+// Backend::select_tokens: out[rows, k, 2] i32 (token, log-probability bits), all on the device.
+void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, int32_t* out,
+                   cudaStream_t stream);
+
 }  // namespace hark::cuda
