@@ -90,7 +90,7 @@ bench() {  # name, args...
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
 if [[ $mode == full ]]; then
   bench turbo_bf16 --model synthetic:large-v3-turbo --dtype f16 --compute-type bf16 --batches 1,8,32
-  bench turbo_f32 --model synthetic:large-v3-turbo --dtype f16 --compute-type f32 --batches 1 --runs 5
+  bench turbo_f32 --model synthetic:large-v3-turbo --dtype f16 --compute-type f32 --batches 1
   bench tiny_f16 --model synthetic:tiny --dtype f16 --compute-type f16 --batches 1,32 --clip $clip --e2e --e2e-tokens 30
   bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-00.wav --e2e
   section "transformers fp16 + SDPA on the same machine"

@@ -20,7 +20,10 @@
 #include "cli/model_arg.h"
 #include "core/cpu/gemm.h"
 #include "model/whisper_model.h"
+#include "decode/logit_filters.h"
+#include "tokenizer/tokenizer.h"
 #include "transcribe/engine_factory.h"
+#include "transcribe/seek_loop.h"
 
 namespace hark::cli {
 namespace {
@@ -85,6 +88,38 @@ double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> 
   return median(medians);
 }
 
+// The same steps when the token is chosen next to the logits (decode_select: the GPU fast
+// path's greedy step, with the default filters and timestamp rules).
+double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+  const HParams& hp = model.hparams();
+  auto tokenizer = Tokenizer::for_vocab_size(hp.n_vocab);
+  const DecodingVocabulary vocab = make_decoding_vocabulary(*tokenizer, hp);
+  SelectionRules rules;
+  rules.eot = vocab.specials.eot;
+  rules.suppress_blank = true;
+  rules.blank = vocab.specials.space;
+  rules.blank.push_back(vocab.specials.eot);
+  rules.suppress = resolve_suppress_tokens({-1}, vocab.non_speech, vocab.specials);
+  rules.timestamps = true;
+  rules.timestamp_begin = vocab.specials.timestamp_begin;
+  rules.no_timestamps = vocab.specials.no_timestamps;
+  rules.max_initial_timestamp = 50;
+  std::vector<double> medians;
+  for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
+    auto state = model.new_state(audio, rows);
+    std::vector<int32_t> start;
+    for (int i = 0; i < rows; ++i) start.insert(start.end(), {50258, 50259, 50359, 50363});
+    model.decode(*state, start, 4);
+    std::vector<double> per_token;
+    std::vector<int32_t> tokens(rows, 400);
+    std::vector<SampledSummary> summaries(rows, SampledSummary{3, 400, 401, vocab.specials.timestamp_begin});
+    for (int t = 0; t < args.tokens; ++t)
+      per_token.push_back(time_ms([&] { model.decode_select(*state, tokens, rules, summaries, 1); }));
+    medians.push_back(median(per_token));
+  }
+  return median(medians);
+}
+
 void run_bench(const BenchArgs& args) {
   const auto start = Clock::now();
   auto ckpt = open_model_arg(args.model, args.dtype);
@@ -135,7 +170,12 @@ void run_bench(const BenchArgs& args) {
   for (int rows : {1, 5}) {
     const double step = decoder_step_ms(*model, audio, rows, args);
     out["decoder_ms_per_step"][std::to_string(rows)] = step;
-    std::printf("decoder      %8.3f ms / step at batch %d (median)\n", step, rows);
+    std::printf("decoder      %8.3f ms / step at batch %d (median; logits to the host)\n", step, rows);
+    if (model->selects_on_device()) {
+      const double select = select_step_ms(*model, audio, rows, args);
+      out["decoder_select_ms_per_step"][std::to_string(rows)] = select;
+      std::printf("decoder      %8.3f ms / step at batch %d (median; token chosen on the device)\n", select, rows);
+    }
   }
   const double window_ms = out["mel_ms"].get<double>() + out["encoder_ms_per_window"].begin()->get<double>() +
                            out["decoder_ms_per_step"]["1"].get<double>() * args.tokens;

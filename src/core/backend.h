@@ -59,6 +59,14 @@ class Backend {
   // y = (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension.
   virtual void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) = 0;
 
+  // A layer norm and the product it feeds: y = epilogue(layer_norm(x)·wᵀ + b), or the
+  // packed form. By default the two ops in turn; CUDA fuses them for the decoder's
+  // few-row steps (one launch instead of two, per norm, per layer, per token).
+  virtual void norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                           const Tensor* bias, Tensor& y, Epilogue epilogue);
+  virtual void norm_linear_packed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                  std::span<const Tensor* const> ws, std::span<const Tensor* const> biases, Tensor& y);
+
   // x = x · Φ(x) in place (exact, erf-based GELU as in the reference).
   virtual void gelu(Tensor& x) = 0;
 
@@ -126,6 +134,15 @@ class Backend {
   // than bring every row's logits to the host: the GPU fast path. The fp32 reference paths
   // keep the host filters, which compute the reference's double-precision sums.
   virtual bool prefers_device_selection() const { return false; }
+
+  // The log10 mel energies of `samples` followed by `pad` zeros, before the clamp, as
+  // log_mel_unclamped (audio/mel.h) computes them: f32 [n_mels, (n + pad) / 160] on the
+  // host, for `filters` [n_mels, 201]. An undefined tensor where the backend leaves the
+  // front end to audio/ (the CPU, and the fp32 reference path on CUDA).
+  virtual Tensor log_mel(std::span<const float> samples, int64_t pad, const Tensor& filters) {
+    (void)samples, (void)pad, (void)filters;
+    return {};
+  }
 
   // A copy of a host tensor on this backend's device (the CPU backend returns it as is).
   virtual Tensor to_device(const Tensor& host) { return host; }

@@ -80,6 +80,49 @@ Tensor layer_norm(Backend& be, const Tensor& x, const Tensor& gamma, const Tenso
   return y;
 }
 
+namespace {
+
+void check_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
+  if (gamma.numel() != x.dim(-1) || beta.numel() != x.dim(-1))
+    shape_error("layer_norm", "input " + x.describe() + " vs gamma " + gamma.describe());
+}
+
+}  // namespace
+
+Tensor norm_linear(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& w,
+                   const Tensor* bias, Epilogue epilogue, std::optional<DType> out_dtype) {
+  require_act("linear", be, x, "input");
+  check_norm(x, gamma, beta);
+  check_linear(x, w, bias);
+  if (epilogue == Epilogue::Residual) shape_error("linear", "a norm's product takes no residual epilogue");
+  const DType dt = out_dtype.value_or(be.act_dtype());
+  if (dt != be.act_dtype() && (dt != DType::F32 || epilogue != Epilogue::None))
+    shape_error("linear", std::string("cannot write ") + dtype_name(dt) + " with this epilogue");
+  Shape out_shape = x.shape();
+  out_shape.back() = w.dim(0);
+  Tensor y = be.alloc(out_shape, dt);
+  be.norm_linear(x, gamma, beta, 1e-5f, w, bias, y, epilogue);
+  return y;
+}
+
+Tensor norm_linear_packed(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                          std::span<const Tensor* const> ws, std::span<const Tensor* const> biases) {
+  require_act("linear", be, x, "input");
+  check_norm(x, gamma, beta);
+  if (ws.empty() || ws.size() != biases.size()) shape_error("linear", "packed weights and biases do not pair up");
+  int64_t n = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    check_linear(x, *ws[i], biases[i]);
+    if (ws[i]->dtype() != ws[0]->dtype()) shape_error("linear", "packed weights must share one dtype");
+    n += ws[i]->dim(0);
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = n;
+  Tensor y = be.alloc(out_shape, be.act_dtype());
+  be.norm_linear_packed(x, gamma, beta, 1e-5f, ws, biases, y);
+  return y;
+}
+
 void gelu(Backend& be, Tensor& x) {
   require_act("gelu", be, x, "input");
   be.gelu(x);

@@ -19,6 +19,11 @@ void linear_residual(Backend& be, const Tensor& x, const Tensor& w, const Tensor
 Tensor linear_packed(Backend& be, const Tensor& x, std::span<const Tensor* const> ws,
                      std::span<const Tensor* const> biases);
 Tensor layer_norm(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps = 1e-5f);
+// epilogue(layer_norm(x) · wᵀ + b) (eps 1e-5), which a backend may fuse.
+Tensor norm_linear(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& w,
+                   const Tensor* bias, Epilogue epilogue = Epilogue::None, std::optional<DType> out_dtype = std::nullopt);
+Tensor norm_linear_packed(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                          std::span<const Tensor* const> ws, std::span<const Tensor* const> biases);
 void gelu(Backend& be, Tensor& x);
 void add(Backend& be, Tensor& x, const Tensor& y);
 Tensor conv1d(Backend& be, const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding);

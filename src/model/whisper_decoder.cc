@@ -10,12 +10,6 @@
 #include "model/whisper_model.h"
 
 namespace hark {
-namespace {
-
-Tensor norm(Backend& be, const Tensor& x, const Norm& n) { return ops::layer_norm(be, x, *n.weight, *n.bias); }
-
-}  // namespace
-
 DecoderState::~DecoderState() {
   if (auto pool = pool_.lock(); pool && buffers_) pool->release(std::move(buffers_));
 }
@@ -132,16 +126,15 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
   for (int layer = 0; layer < hp.n_text_layer; ++layer) {
     const DecoderLayer& l = layers_.decoder[layer];
     {  // causal self-attention with the KV cache
-      Tensor h = norm(be, x, l.attn_ln);
       const Tensor* ws[] = {l.attn.query.weight, l.attn.key.weight, l.attn.value.weight};
       const Tensor* bs[] = {l.attn.query.bias, nullptr, l.attn.value.bias};
-      Tensor qkv = ops::linear_packed(be, h, ws, bs);
+      Tensor qkv = ops::norm_linear_packed(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs);
       Tensor att = ops::cached_attention(be, qkv, buf.self_k[layer], buf.self_v[layer], lengths, n_new, hp.n_text_head);
       ops::linear_residual(be, att, *l.attn.out.weight, l.attn.out.bias, x);
     }
     {  // cross-attention over the windows' K/V
-      Tensor h = norm(be, x, l.cross_attn_ln);
-      Tensor q = ops::linear(be, h, *l.cross_attn.query.weight, l.cross_attn.query.bias);
+      Tensor q = ops::norm_linear(be, x, *l.cross_attn_ln.weight, *l.cross_attn_ln.bias, *l.cross_attn.query.weight,
+                                  l.cross_attn.query.bias);
       Tensor* weights = nullptr;
       if (capture)
         for (size_t i = 0; i < capture->layers.size(); ++i)
@@ -150,9 +143,7 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
       Tensor att = ops::cross_attention(be, q, kv, row_window, state.row_window_, n_new, hp.n_text_head, weights);
       ops::linear_residual(be, att, *l.cross_attn.out.weight, l.cross_attn.out.bias, x);
     }
-    Tensor h = norm(be, x, l.mlp_ln);
-    Tensor up = ops::linear(be, h, *l.mlp.up.weight, l.mlp.up.bias, Epilogue::Gelu);
-    ops::linear_residual(be, up, *l.mlp.down.weight, l.mlp.down.bias, x);
+    mlp_residual(be, x, l.mlp_ln, l.mlp);
   }
   Tensor hidden = x;
   if (!all_positions && n_new > 1) {  // only each row's last position goes on
@@ -163,8 +154,8 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
     }
   }
   // Logits use the token embedding as the output projection (tied weights), in fp32.
-  Tensor normed = norm(be, hidden, layers_.decoder_ln);
-  return ops::linear(be, normed, *layers_.token_embedding, nullptr, Epilogue::None, DType::F32);
+  return ops::norm_linear(be, hidden, *layers_.decoder_ln.weight, *layers_.decoder_ln.bias, *layers_.token_embedding,
+                          nullptr, Epilogue::None, DType::F32);
 }
 
 std::vector<TokenChoice> WhisperModel::decode_select(DecoderState& state, std::span<const int32_t> tokens,

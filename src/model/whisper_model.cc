@@ -11,14 +11,14 @@ namespace {
 
 Tensor norm(Backend& be, const Tensor& x, const Norm& n) { return ops::layer_norm(be, x, *n.weight, *n.bias); }
 
-// x += mlp(layer_norm(x)); GELU fused into the first product where the backend can.
+}  // namespace
+
+// x += mlp(layer_norm(x)); the norm and GELU fused into the first product where the
+// backend can.
 void mlp_residual(Backend& be, Tensor& x, const Norm& ln, const MlpLayer& mlp) {
-  Tensor h = norm(be, x, ln);
-  Tensor up = ops::linear(be, h, *mlp.up.weight, mlp.up.bias, Epilogue::Gelu);
+  Tensor up = ops::norm_linear(be, x, *ln.weight, *ln.bias, *mlp.up.weight, mlp.up.bias, Epilogue::Gelu);
   ops::linear_residual(be, up, *mlp.down.weight, mlp.down.bias, x);
 }
-
-}  // namespace
 
 WhisperModel::WhisperModel(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend)
     : checkpoint_(std::move(checkpoint)), backend_(std::move(backend)) {
@@ -50,10 +50,9 @@ Tensor WhisperModel::encoder_stem(const Tensor& mel, int n_ctx) {
 void WhisperModel::encoder_block(Tensor& x, int batch, int layer) {
   Backend& be = *backend_;
   const EncoderLayer& l = layers_.encoder[layer];
-  Tensor h = norm(be, x, l.attn_ln);
   const Tensor* ws[] = {l.attn.query.weight, l.attn.key.weight, l.attn.value.weight};
   const Tensor* bs[] = {l.attn.query.bias, nullptr, l.attn.value.bias};
-  Tensor qkv = ops::linear_packed(be, h, ws, bs);
+  Tensor qkv = ops::norm_linear_packed(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs);
   Tensor att = ops::self_attention(be, qkv, batch, hparams().n_audio_head);
   ops::linear_residual(be, att, *l.attn.out.weight, l.attn.out.bias, x);
   mlp_residual(be, x, l.mlp_ln, l.mlp);

@@ -16,6 +16,9 @@ namespace hark {
 
 // Per-window audio features plus the cross-attention K/V of every decoder layer, made
 // once by WhisperModel::prepare_audio() and then only read.
+// x += mlp(layer_norm(x)), shared by the encoder and decoder blocks.
+void mlp_residual(Backend& be, Tensor& x, const Norm& ln, const MlpLayer& mlp);
+
 struct AudioContext {
   Tensor features;  // [n_frames, d] encoder output (n_frames = 1500 unless audio_ctx is set)
   Tensor cross_kv;  // [n_frames, n_text_layer·2·d]: layer l's K at column 2l·d, its V at (2l+1)·d

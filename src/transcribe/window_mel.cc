@@ -35,7 +35,8 @@ WindowMel::Frames WindowMel::frames(std::span<const float> samples, int64_t seek
   const std::span<const float> input = samples.subspan(start, length);
   if (seek == 0 && first_.full.defined() && std::equal(input.begin(), input.end(), first_input_.begin(), first_input_.end()))
     return first_;
-  out.full = log_mel_unclamped(input, n_mels_, pad, mel_pool());
+  if (backend_) out.full = backend_->log_mel(input, pad, mel_filters(n_mels_));
+  if (!out.full.defined()) out.full = log_mel_unclamped(input, n_mels_, pad, mel_pool());
   // Only the window's own frames count: the context frames at the cut edges are computed
   // from reflect padding and are not frames of the whole clip.
   const int64_t total = out.full.dim(1);

@@ -93,6 +93,15 @@ void CudaBackend::cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& c
   cuda::check_launch("cached_attention");
 }
 
+int* CudaBackend::cross_counters() {
+  if (!cross_counters_.defined()) {
+    const PauseArena pause(arena_);
+    cross_counters_ = alloc({kCrossCounters}, DType::I32);
+    check(cudaMemsetAsync(cross_counters_.raw(), 0, cross_counters_.nbytes(), stream_), "zeroing counters");
+  }
+  return cross_counters_.data<int32_t>();
+}
+
 void CudaBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
                                   std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor& out,
                                   Tensor* weights) {
@@ -103,8 +112,12 @@ void CudaBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Ten
   const int windows = static_cast<int>(kv.kv->dim(0) / frames);
   Tensor partials =
       alloc({cuda::cross_attention_scratch(static_cast<int>(rows), n_new, n_heads, hd, frames)}, DType::F32);
+  // The counters that let the last chunk combine (self-resetting, so zeroed once here).
+  const int64_t needed = rows * n_new * n_heads;
+  int* counters = needed <= kCrossCounters ? cross_counters() : nullptr;
   cuda::cross_attention(act_, q.raw(), kv.kv->raw(), ld, kv.k_col, kv.v_col, frames, windows, row_seq.data<int32_t>(),
-                        static_cast<int>(rows), n_new, n_heads, hd, partials.data<float>(), out.raw(), stream_);
+                        static_cast<int>(rows), n_new, n_heads, hd, partials.data<float>(), out.raw(), stream_,
+                        counters);
   cuda::check_launch("cross_attention");
   if (weights) {
     Tensor w = weights->device() == Device::Cuda ? *weights : alloc(weights->shape(), DType::F32);

@@ -151,46 +151,80 @@ void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, T
                epilogue);
 }
 
-void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> ws,
-                                std::span<const Tensor* const> biases, Tensor& y) {
-  const int64_t k = x.dim(-1);
+const CudaBackend::Packed& CudaBackend::packed_weights(std::span<const Tensor* const> ws,
+                                                       std::span<const Tensor* const> biases) {
+  const int64_t k = ws[0]->dim(1);
   const auto key = std::make_pair(static_cast<const void*>(ws[0]->raw()), ws.size());
   auto it = packed_.find(key);
-  if (it == packed_.end()) {
-    const PauseArena pause(arena_);
-    // One [ΣN, K] weight and one bias (zeros where a part has none), in the compute dtype.
-    int64_t n = 0;
-    bool any_bias = false;
-    for (size_t i = 0; i < ws.size(); ++i) {
-      n += ws[i]->dim(0);
-      any_bias = any_bias || biases[i];
-    }
-    Tensor w = alloc({n, k}, act_), b;
-    if (any_bias) {
-      b = alloc({n}, act_);
-      check(cudaMemsetAsync(b.raw(), 0, b.nbytes(), stream_), "packing biases");
-    }
-    Packed packed;
-    int64_t row = 0;
-    for (size_t i = 0; i < ws.size(); ++i) {
-      const int64_t rows = ws[i]->dim(0);
-      Tensor dst = w.rows(row, row + rows);
-      copy(*ws[i], dst);
-      packed.parts.push_back(*ws[i]);
-      if (biases[i]) {
-        Tensor bdst = b.rows(row, row + rows);
-        copy(*biases[i], bdst);
-        packed.parts.push_back(*biases[i]);
-      }
-      row += rows;
-    }
-    packed.weight = w;
-    packed.bias = b;
-    it = packed_.emplace(key, std::move(packed)).first;
+  if (it != packed_.end()) return it->second;
+  const PauseArena pause(arena_);
+  // One [ΣN, K] weight and one bias (zeros where a part has none), in the compute dtype.
+  int64_t n = 0;
+  bool any_bias = false;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    n += ws[i]->dim(0);
+    any_bias = any_bias || biases[i];
   }
-  const Tensor& w = it->second.weight;
-  const Tensor* b = it->second.bias.defined() ? &it->second.bias : nullptr;
-  linear(x, w, b, y, Epilogue::None);
+  Tensor w = alloc({n, k}, act_), b;
+  if (any_bias) {
+    b = alloc({n}, act_);
+    check(cudaMemsetAsync(b.raw(), 0, b.nbytes(), stream_), "packing biases");
+  }
+  Packed packed;
+  int64_t row = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const int64_t rows = ws[i]->dim(0);
+    Tensor dst = w.rows(row, row + rows);
+    copy(*ws[i], dst);
+    packed.parts.push_back(*ws[i]);
+    if (biases[i]) {
+      Tensor bdst = b.rows(row, row + rows);
+      copy(*biases[i], bdst);
+      packed.parts.push_back(*biases[i]);
+    }
+    row += rows;
+  }
+  packed.weight = w;
+  packed.bias = b;
+  return packed_.emplace(key, std::move(packed)).first->second;
+}
+
+void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> ws,
+                                std::span<const Tensor* const> biases, Tensor& y) {
+  const Packed& p = packed_weights(ws, biases);
+  linear(x, p.weight, p.bias.defined() ? &p.bias : nullptr, y, Epilogue::None);
+}
+
+bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                            const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0) return false;
+  const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
+                            static_cast<const float*>(resident(beta, DType::F32)), eps};
+  const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu
+                   : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
+                                                    : cuda::GemvEpilogue::None;
+  cuda::gemv(act_, x.raw(), static_cast<int>(m), static_cast<int>(k), resident(w, act_), static_cast<int>(n),
+             bias ? resident(*bias, act_) : nullptr, y.dtype(), y.raw(), n, epi, stream_, &norm);
+  cuda::check_launch("gemv (layer norm fused)");
+  return true;
+}
+
+void CudaBackend::norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                              const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  if (!fuse_norm(x, gamma, beta, eps, w, bias, y, epilogue)) Backend::norm_linear(x, gamma, beta, eps, w, bias, y, epilogue);
+}
+
+void CudaBackend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                     std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                                     Tensor& y) {
+  const Packed& p = packed_weights(ws, biases);
+  const Tensor* bias = p.bias.defined() ? &p.bias : nullptr;
+  if (!fuse_norm(x, gamma, beta, eps, p.weight, bias, y, Epilogue::None)) {
+    Tensor h = alloc(x.shape(), act_);
+    layer_norm(x, gamma, beta, eps, h);
+    linear(h, p.weight, bias, y, Epilogue::None);
+  }
 }
 
 void CudaBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) {

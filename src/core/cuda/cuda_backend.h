@@ -35,6 +35,10 @@ class CudaBackend final : public Backend {
   void linear_packed(const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
                      Tensor& y) override;
   void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) override;
+  void norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                   const Tensor* bias, Tensor& y, Epilogue epilogue) override;
+  void norm_linear_packed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                          std::span<const Tensor* const> ws, std::span<const Tensor* const> biases, Tensor& y) override;
   void gelu(Tensor& x) override;
   void add(Tensor& x, const Tensor& y) override;
   void conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, Tensor& y) override;
@@ -57,6 +61,7 @@ class CudaBackend final : public Backend {
                         std::span<const int> lengths) override;
   void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
   bool prefers_device_selection() const override { return act_ != DType::F32; }
+  Tensor log_mel(std::span<const float> samples, int64_t pad, const Tensor& filters) override;
   Tensor to_device(const Tensor& host) override;
   Tensor to_host(const Tensor& t) override;
   void replay(uint64_t key, const std::function<void()>& step) override;
@@ -81,6 +86,12 @@ class CudaBackend final : public Backend {
   // 16-bit product: gemv.cu for a few rows, cuBLASLt otherwise; w (and bias) resident.
   void product_half(const void* x, int64_t m, int64_t k, const void* w, int64_t n, const void* bias, DType y_dt,
                     void* y, Epilogue epilogue);
+  struct Packed;
+  // The concatenated weight and bias of a packed product, made on first use.
+  const Packed& packed_weights(std::span<const Tensor* const> ws, std::span<const Tensor* const> biases);
+  // The layer norm folded into the few-row product (gemv.cu); false where it does not apply.
+  bool fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                 const Tensor* bias, Tensor& y, Epilogue epilogue);
   // A device buffer of at least `bytes`, reused between calls (i32 index uploads).
   int32_t* upload_ints(std::span<const int> values);
 
@@ -103,6 +114,12 @@ class CudaBackend final : public Backend {
   };
   std::map<std::pair<const void*, size_t>, Packed> packed_;
   Tensor index_buffer_, index_staging_;
+  Tensor dft_basis_;  // [400, 402] f32: cos and −sin of the 400-point DFT, bins 0..200
+  std::map<const void*, Tensor> mel_filters_;  // [201, n_mels] f32 per filter bank
+  // Cross-attention's per-(query, head) chunk counters (decoder_attention.cu), zeroed once.
+  static constexpr int64_t kCrossCounters = 1 << 16;
+  Tensor cross_counters_;
+  int* cross_counters();
 
   bool graphs_enabled_ = true;
   std::map<uint64_t, std::unique_ptr<Replay>> replays_;

@@ -41,6 +41,7 @@ CudaBackend::~CudaBackend() {
   }
   index_buffer_ = Tensor();
   index_staging_ = Tensor();
+  cross_counters_ = Tensor();
   lt_.reset();
   if (stream_) cudaStreamSynchronize(stream_);
   if (blas_) cublasDestroy(blas_);

@@ -75,9 +75,8 @@ template <int HD, class T>
 __global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ qkv, T* cache_k, T* cache_v,
                                                           const int32_t* __restrict__ lengths, int n_new, int64_t ctx,
                                                           int64_t d, T* __restrict__ out) {
-  constexpr int kGroups = kThreads / HD;  // key groups summed separately for the output
   extern __shared__ float scores[];
-  __shared__ float q[HD], partial[kGroups][HD], red[kThreads / 32];
+  __shared__ float q[HD], partial[kThreads / 32][HD], red[kThreads / 32];
   const int head = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
   const int64_t past = lengths[b], pos = past + i, n_keys = pos + 1;
   const int64_t row = static_cast<int64_t>(b) * n_new + i;
@@ -107,17 +106,42 @@ __global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ 
     l += scores[j];
   }
   l = block_reduce<false>(l, red);  // its barriers also publish `scores`
-  const int dim = tid % HD, group = tid / HD;
-  float acc = 0.0f;
-  for (int64_t j = group; j < n_keys; j += kGroups) acc = fmaf(scores[j], to_float(key_row(j, 2 * d)[dim]), acc);
-  partial[group][dim] = acc;
+  // Output: warp w sums keys w, w + 4, ...; each lane owns HD / 32 dimensions, so every
+  // value row is one coalesced read per warp.
+  constexpr int kDims = HD / 32;
+  const int warp = tid >> 5, lane = tid & 31;
+  float acc[kDims] = {};
+#pragma unroll 4
+  for (int64_t j = warp; j < n_keys; j += kThreads / 32) {
+    const T* v = key_row(j, 2 * d) + lane * kDims;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) acc[e] = fmaf(scores[j], to_float(v[e]), acc[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) partial[warp][lane * kDims + e] = acc[e];
   __syncthreads();
-  if (group == 0) {
+  if (tid < HD) {
     float sum = 0.0f;
 #pragma unroll
-    for (int g = 0; g < kGroups; ++g) sum += partial[g][dim];
-    out[row * d + col + dim] = from_float<T>(sum / l);
+    for (int w = 0; w < kThreads / 32; ++w) sum += partial[w][tid];
+    out[row * d + col + tid] = from_float<T>(sum / l);
   }
+}
+
+template <int HD, class T>
+__device__ void combine_chunks(const float* p, int splits, T* out) {
+  constexpr int kPartial = partial_size<HD>();
+  const int dim = threadIdx.x;
+  if (dim >= HD) return;
+  float m = -INFINITY;
+  for (int s = 0; s < splits; ++s) m = fmaxf(m, __ldcg(p + s * kPartial));
+  float l = 0.0f, acc = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float w = __expf(__ldcg(p + s * kPartial) - m);
+    l += __ldcg(p + s * kPartial + 1) * w;
+    acc += __ldcg(p + s * kPartial + 2 + dim) * w;
+  }
+  out[dim] = from_float<T>(acc / l);
 }
 
 template <int HD, class T>
@@ -125,7 +149,8 @@ __global__ void __launch_bounds__(kThreads) cross_split_kernel(const T* __restri
                                                                int64_t kv_ld, int64_t k_col, int64_t v_col,
                                                                int64_t frames, const int32_t* __restrict__ row_window,
                                                                int n_queries, int n_new, int64_t d,
-                                                               float* __restrict__ partials, int splits) {
+                                                               float* __restrict__ partials, int splits,
+                                                               int* counters, T* __restrict__ out) {
   constexpr int kChunk = chunk_keys<T>(), kPad = padded_row<HD, T>(), kGroups = kThreads / HD;
   constexpr int kPartial = partial_size<HD>();
   __shared__ __align__(16) T ks[kChunk * kPad];
@@ -175,6 +200,24 @@ __global__ void __launch_bounds__(kThreads) cross_split_kernel(const T* __restri
     if (tid == 0) {
       p[0] = m;
       p[1] = l;
+    }
+    if (counters) {
+      // The last chunk of this (query, head) to finish combines all of them, so no second
+      // kernel is needed; it also resets the counter for the next launch.
+      __shared__ bool last;
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) {
+        int* counter = counters + static_cast<int64_t>(qi) * gridDim.x + head;
+        last = atomicAdd(counter, 1) == splits - 1;
+        if (last) *counter = 0;
+      }
+      __syncthreads();
+      if (last) {
+        __threadfence();
+        combine_chunks<HD, T>(partials + (static_cast<int64_t>(qi) * gridDim.x + head) * splits * kPartial, splits,
+                              out + static_cast<int64_t>(qi) * d + head * HD);
+      }
     }
   }
 }
@@ -274,7 +317,7 @@ int64_t cross_attention_scratch(int rows, int n_new, int n_heads, int head_dim, 
 
 void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t v_col,
                      int64_t frames, int windows, const int32_t* row_window, int rows, int n_new, int n_heads,
-                     int head_dim, float* partials, void* out, cudaStream_t stream) {
+                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters) {
   if (rows <= 0 || n_new <= 0 || frames <= 0) return;
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
   dispatch_float(dt, [&](auto tag) {
@@ -285,9 +328,12 @@ void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int
       dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(splits), static_cast<unsigned>(windows));
       cross_split_kernel<HD, T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(q), static_cast<const T*>(kv),
                                                                kv_ld, k_col, v_col, frames, row_window, rows * n_new,
-                                                               n_new, d, partials, splits);
-      dim3 combine(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows * n_new));
-      cross_combine_kernel<HD, T><<<combine, HD, 0, stream>>>(partials, splits, d, static_cast<T*>(out));
+                                                               n_new, d, partials, splits, counters,
+                                                               static_cast<T*>(out));
+      if (!counters) {
+        dim3 combine(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows * n_new));
+        cross_combine_kernel<HD, T><<<combine, HD, 0, stream>>>(partials, splits, d, static_cast<T*>(out));
+      }
     });
   });
 }

@@ -47,10 +47,15 @@ void layer_norm(DType dt, const void* x, const float* gamma, const float* beta, 
 // ---- gemv.cu: the decoder's few-row products, bound by weight reads ---------------------
 constexpr int kGemvMaxRows = 8;
 enum class GemvEpilogue : int { None = 0, Gelu = 1, Residual = 2 };
+// A layer norm applied to x first (gamma, beta f32 of width k).
+struct GemvNorm {
+  const float *gamma, *beta;
+  float eps;
+};
 // y[m, n] (row stride ldy, element type y_dt = dt or F32) = x[m, k]·w[n, k]ᵀ + bias, then
 // the epilogue; m ≤ kGemvMaxRows, k a multiple of 8; w, x, bias in dt (f16 or bf16).
 void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
-          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream);
+          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm = nullptr);
 // Raises the kernels' shared-memory limit (once per device, before any graph capture).
 void gemv_setup();
 
@@ -68,11 +73,13 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
 void cached_attention(DType dt, const void* qkv, void* cache_k, void* cache_v, const int32_t* lengths, int rows,
                       int n_new, int64_t n_ctx, int n_heads, int head_dim, void* out, cudaStream_t stream);
 // Split-K cross-attention: q[rows·n_new, d] against window row_window[row] of kv.
-// `partials` is scratch of cross_attention_scratch() floats.
+// `partials` is scratch of cross_attention_scratch() floats. With `counters` (zeroed ints,
+// one per query row and head, left zeroed) the last chunk of each combines them in the
+// same launch; without, a second kernel does.
 int64_t cross_attention_scratch(int rows, int n_new, int n_heads, int head_dim, int64_t frames);
 void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t v_col,
                      int64_t frames, int windows, const int32_t* row_window, int rows, int n_new, int n_heads,
-                     int head_dim, float* partials, void* out, cudaStream_t stream);
+                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters = nullptr);
 // Softmax weights [rows, n_heads, n_new, frames] (f32) of the same attention, for word timing.
 void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t frames,
                              const int32_t* row_window, int rows, int n_new, int n_heads, int head_dim, float* weights,
@@ -82,5 +89,14 @@ void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv
 // Backend::select_tokens: out[rows, k, 2] i32 (token, log-probability bits), all on the device.
 void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, int32_t* out,
                    cudaStream_t stream);
+
+// ---- mel.cu: the log-mel front end ------------------------------------------------------
+// out[frames, 400]: Hann-windowed frames of `samples` (n of them) padded with zeros to
+// `padded`, reflected at both ends.
+void mel_frames(const float* samples, int64_t n, int64_t padded, int64_t frames, float* out, cudaStream_t stream);
+// power[frames, 201] = re² + im² of spectrum[frames, 201, 2].
+void mel_power(const float* spectrum, int64_t frames, float* power, cudaStream_t stream);
+// out[n_mels, frames] = log10(max(mel[frames, n_mels], 1e-10)).
+void mel_log_transpose(const float* mel, int64_t frames, int n_mels, float* out, cudaStream_t stream);
 
 }  // namespace hark::cuda
