@@ -198,7 +198,10 @@ void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> 
 bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
                             const Tensor* bias, Tensor& y, Epilogue epilogue) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
-  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0) return false;
+  // Every block of the product normalises the rows again: worth it for the layers' few
+  // hundred blocks, not for the logits' thousands (a separate norm costs ~2 µs there).
+  constexpr int64_t kMaxFusedColumns = 8192;
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns) return false;
   const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
                             static_cast<const float*>(resident(beta, DType::F32)), eps};
   const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu
@@ -292,8 +295,10 @@ void CudaBackend::embedding(const Tensor& table, const Tensor& positions, const 
 void CudaBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) {
   if (logits.device() != Device::Cuda || spec.device() != Device::Cuda || out.device() != Device::Cuda)
     throw Error(ErrorCode::Internal, "[cuda] select_tokens reads and writes GPU tensors");
-  cuda::select_tokens(logits.data<float>(), static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)),
-                      spec.data<int32_t>(), k, out.data<int32_t>(), stream_);
+  const int rows = static_cast<int>(logits.dim(0));
+  Tensor scratch = alloc({cuda::select_tokens_scratch(rows, k)}, DType::F32);
+  cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), spec.data<int32_t>(), k,
+                      scratch.data<float>(), out.data<int32_t>(), stream_);
   cuda::check_launch("select_tokens");
 }
 

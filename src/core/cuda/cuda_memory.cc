@@ -39,9 +39,12 @@ CudaBackend::~CudaBackend() {
     weights_.clear();
     packed_.clear();
   }
+  // Every device buffer goes before the stream its frees are queued on.
   index_buffer_ = Tensor();
   index_staging_ = Tensor();
   cross_counters_ = Tensor();
+  dft_basis_ = Tensor();
+  mel_filters_.clear();
   lt_.reset();
   if (stream_) cudaStreamSynchronize(stream_);
   if (blas_) cublasDestroy(blas_);

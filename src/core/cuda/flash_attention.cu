@@ -41,7 +41,7 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int
 }
 
 template <int HD, class T>
-__global__ void __launch_bounds__(kThreads, 4) flash_kernel(const T* __restrict__ qkv, T* __restrict__ out, int64_t t,
+__global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ qkv, T* __restrict__ out, int64_t t,
                                                          int64_t d, float scale_log2) {
   constexpr int kHeadDim = HD, kSteps = HD / 16, kTiles = HD / 8;  // k-steps of Q·Kᵀ, n-tiles of O
   __shared__ __align__(128) T qs[kRows * kHeadDim];

@@ -53,30 +53,44 @@ template <class T, class Y>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, int m, int k,
                                                            const T* __restrict__ w, int n, const T* __restrict__ bias,
                                                            Y* y, int64_t ldy, int epilogue, const float* gamma,
-                                                           const float* beta, float eps) {
+                                                           const float* beta, float eps, int splits) {
   extern __shared__ uint4 xs[];
+  __shared__ float partial[kWarps][kGemvMaxRows];
   const int kw = k / 8;  // 16-byte words per row
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // `splits` warps share one weight row (wide rows: more loads in flight per row).
+  const int col = blockIdx.x * (kWarps / splits) + warp / splits, part = warp % splits;
+  const bool active = col < n;
+  const int per_part = (kw + splits - 1) / splits;
+  const int p0 = part * per_part, p1 = min(kw, p0 + per_part);
+  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(active ? col : 0) * k);
+  auto fetch = [&](int base, uint4 (&out)[kUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int idx = base + u * 32;
+      out[u] = active && idx < p1 ? __ldg(wrow + idx) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  // The first weights are requested before x is staged: the two latencies overlap.
+  uint4 wv[kUnroll];
+  int base = p0 + lane;
+  fetch(base, wv);
   for (int i = threadIdx.x; i < m * kw; i += blockDim.x) xs[i] = reinterpret_cast<const uint4*>(x)[i];
   __syncthreads();
   if (gamma) normalize_rows(reinterpret_cast<T*>(xs), m, k, gamma, beta, eps);
-  const int lane = threadIdx.x & 31;
-  const int col = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (col >= n) return;
-  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(col) * k);
   float acc[kGemvMaxRows] = {};
-  for (int base = lane; base < kw; base += 32 * kUnroll) {
-    uint4 wv[kUnroll];
+  while (active && base - lane < p1) {
+    uint4 cur[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) cur[u] = wv[u];
+    const int next = base + 32 * kUnroll;
+    if (next - lane < p1) fetch(next, wv);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int idx = base + u * 32;
-      wv[u] = idx < kw ? __ldg(wrow + idx) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int idx = base + u * 32;
-      if (idx < kw) {
+      if (idx < p1) {
         float wf[8];
-        widen8<T>(wv[u], wf);
+        widen8<T>(cur[u], wf);
 #pragma unroll
         for (int r = 0; r < kGemvMaxRows; ++r) {
           if (r < m) {
@@ -88,19 +102,31 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
         }
       }
     }
+    base = next;
   }
+#pragma unroll
+  for (int r = 0; r < kGemvMaxRows; ++r)
+    if (r < m) acc[r] = warp_sum(acc[r]);
+  if (splits > 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < kGemvMaxRows; ++r) partial[warp][r] = acc[r];
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int r = 0; r < kGemvMaxRows; ++r)
+      for (int p = 1; p < splits; ++p) acc[r] += partial[warp + p][r];
+  }
+  if (!active) return;
   const float b = bias ? to_float(bias[col]) : 0.0f;
 #pragma unroll
   for (int r = 0; r < kGemvMaxRows; ++r) {
-    if (r < m) {
-      const float sum = warp_sum(acc[r]);
-      if (lane == r) {
-        float v = sum + b;
-        Y* dst = y + r * ldy + col;
-        if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);
-        if (epilogue == static_cast<int>(GemvEpilogue::Residual)) v += to_float(*dst);
-        *dst = from_float<Y>(v);
-      }
+    if (r < m && lane == r) {
+      float v = acc[r] + b;
+      Y* dst = y + r * ldy + col;
+      if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);
+      if (epilogue == static_cast<int>(GemvEpilogue::Residual)) v += to_float(*dst);
+      *dst = from_float<Y>(v);
     }
   }
 }
@@ -109,13 +135,16 @@ template <class T, class Y>
 void launch(const void* x, int m, int k, const void* w, int n, const void* bias, void* y, int64_t ldy, int epilogue,
             const GemvNorm* norm, cudaStream_t stream) {
   const int rows_per_pass = std::max(1, std::min(kGemvMaxRows, kMaxSmem / (k * 2)));
+  // Warps per weight row: one up to 1280 wide, more for the MLP's 5120 (≥ 160 words each).
+  int splits = 1;
+  while (splits < kWarps && k / 8 / (splits * 2) >= 160) splits *= 2;
   for (int r0 = 0; r0 < m; r0 += rows_per_pass) {
     const int rows = std::min(rows_per_pass, m - r0);
     const size_t smem = static_cast<size_t>(rows) * k * 2;
-    gemv_kernel<T, Y><<<blocks_for(n, kWarps), kWarps * 32, smem, stream>>>(
+    gemv_kernel<T, Y><<<blocks_for(n, kWarps / splits), kWarps * 32, smem, stream>>>(
         static_cast<const T*>(x) + static_cast<int64_t>(r0) * k, rows, k, static_cast<const T*>(w), n,
         static_cast<const T*>(bias), static_cast<Y*>(y) + r0 * ldy, ldy, epilogue, norm ? norm->gamma : nullptr,
-        norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f);
+        norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, splits);
   }
 }
 

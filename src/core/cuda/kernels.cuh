@@ -86,8 +86,10 @@ void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv
                              cudaStream_t stream);
 
 // ---- token_select.cu -------------------------------------------------------------------
-// Backend::select_tokens: out[rows, k, 2] i32 (token, log-probability bits), all on the device.
-void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, int32_t* out,
+// Backend::select_tokens: out[rows, k, 2] i32 (token, log-probability bits), all on the
+// device; `scratch` holds select_tokens_scratch() floats.
+int64_t select_tokens_scratch(int rows, int k);
+void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, float* scratch, int32_t* out,
                    cudaStream_t stream);
 
 // ---- mel.cu: the log-mel front end ------------------------------------------------------
