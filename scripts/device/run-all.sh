@@ -60,10 +60,13 @@ if [[ $mode == check ]]; then
     --gtest_filter='*RecordedSteps*tiny_f16*:*BatchedWindows*tiny_f16*'
   tail -3 "$OUT/memcheck_graphs.log" | sed 's/^/    /' | tee -a "$results"
   section "kernel durations (ncu, large-v3-turbo f16: 2 encoder windows, decoder steps at batch 1 and 5)"
-  ncu --clock-control none --graph-profiling node --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-    "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 --tokens 3 \
-    >"$OUT/ncu.csv" 2>"$OUT/ncu.err"
-  echo "- ncu: exit $?, $(wc -l <"$OUT/ncu.csv") lines" | tee -a "$results"
+  for variant in gemv lt; do  # the few-row products through gemv.cu, then through cuBLASLt
+    HARK_CUDA_GEMV=$variant ncu --clock-control none --graph-profiling node --csv --page raw \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 --tokens 3 \
+      >"$OUT/ncu-$variant.csv" 2>"$OUT/ncu-$variant.err"
+    echo "- ncu ($variant): exit $?, $(wc -l <"$OUT/ncu-$variant.csv") lines" | tee -a "$results"
+  done
   tail -3 "$OUT/ncu.err" | sed 's/^/    /' | tee -a "$results"
   echo "done in $SECONDS s" | tee -a "$results"
   exit 0

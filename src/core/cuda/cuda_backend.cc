@@ -44,6 +44,8 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   lt_ = std::make_unique<cuda::LtGemm>(stream_, workspace_, kWorkspaceBytes);
   cuda::gemv_setup();
   if (const char* env = std::getenv("HARK_CUDA_GRAPHS"); env && std::string(env) == "0") graphs_enabled_ = false;
+  // Measurement switch: few-row products through cuBLASLt instead of gemv.cu.
+  if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
 }
 
 std::string CudaBackend::name() const {
@@ -100,7 +102,7 @@ void CudaBackend::product_f32(const Tensor& x, const Tensor& w, const Tensor* bi
 
 void CudaBackend::product_half(const void* x, int64_t m, int64_t k, const void* w, int64_t n, const void* bias,
                                DType y_dt, void* y, Epilogue epilogue) {
-  if (m <= cuda::kGemvMaxRows && k % 8 == 0) {
+  if (m <= cuda::kGemvMaxRows && k % 8 == 0 && !lt_for_few_rows_) {
     const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu
                      : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
                                                       : cuda::GemvEpilogue::None;
@@ -201,7 +203,8 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
   // Every block of the product normalises the rows again: worth it for the layers' few
   // hundred blocks, not for the logits' thousands (a separate norm costs ~2 µs there).
   constexpr int64_t kMaxFusedColumns = 8192;
-  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns) return false;
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_)
+    return false;
   const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
                             static_cast<const float*>(resident(beta, DType::F32)), eps};
   const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu

@@ -122,6 +122,7 @@ class CudaBackend final : public Backend {
   int* cross_counters();
 
   bool graphs_enabled_ = true;
+  bool lt_for_few_rows_ = false;  // HARK_CUDA_GEMV=lt: cuBLASLt for decoder steps too (measurements)
   std::map<uint64_t, std::unique_ptr<Replay>> replays_;
   // While a step is measured or recorded, alloc() serves it from this arena.
   struct Arena {

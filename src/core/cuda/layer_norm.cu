@@ -54,6 +54,8 @@ __global__ void __launch_bounds__(kWarps * 32) layer_norm_kernel(const T* __rest
   }
   const float inv = rsqrtf(warp_sum(var) / static_cast<float>(d) + eps);
   uint4* out = reinterpret_cast<uint4*>(y + row * d);
+  const float4* g4 = reinterpret_cast<const float4*>(gamma);
+  const float4* b4 = reinterpret_cast<const float4*>(beta);
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
     const int c = lane + s * 32;
@@ -61,9 +63,12 @@ __global__ void __launch_bounds__(kWarps * 32) layer_norm_kernel(const T* __rest
       uint4 raw;
       T* e = reinterpret_cast<T*>(&raw);
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        const int i = c * kVec + j;
-        e[j] = from_float<T>((v[s][j] - mean) * inv * gamma[i] + beta[i]);
+      for (int j = 0; j < kVec; j += 4) {  // gamma and beta four at a time
+        const float4 g = g4[(c * kVec + j) / 4], b = b4[(c * kVec + j) / 4];
+        e[j] = from_float<T>((v[s][j] - mean) * inv * g.x + b.x);
+        e[j + 1] = from_float<T>((v[s][j + 1] - mean) * inv * g.y + b.y);
+        e[j + 2] = from_float<T>((v[s][j + 2] - mean) * inv * g.z + b.z);
+        e[j + 3] = from_float<T>((v[s][j + 3] - mean) * inv * g.w + b.w);
       }
       out[c] = raw;
     }
@@ -99,7 +104,8 @@ void layer_norm(DType dt, const void* x, const float* gamma, const float* beta, 
   if (rows <= 0) return;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    const bool vectorised = d <= kMaxWidth && (d * static_cast<int64_t>(sizeof(T))) % 16 == 0 &&
+    const bool vectorised = d <= kMaxWidth && (d * static_cast<int64_t>(sizeof(T))) % 16 == 0 && d % 4 == 0 &&
+                            reinterpret_cast<uintptr_t>(gamma) % 16 == 0 && reinterpret_cast<uintptr_t>(beta) % 16 == 0 &&
                             reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
     if (vectorised)
       layer_norm_kernel<T><<<blocks_for(rows, kWarps), kWarps * 32, 0, stream>>>(
