@@ -92,6 +92,8 @@ class CudaBackend final : public Backend {
   // The layer norm folded into the few-row product (gemv.cu); false where it does not apply.
   bool fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
                  const Tensor* bias, Tensor& y, Epilogue epilogue);
+  // Few-row shapes that cuBLASLt runs faster than gemv.cu.
+  bool prefers_lt(int64_t m, int64_t n, int64_t k) const;
   // A device buffer of at least `bytes`, reused between calls (i32 index uploads).
   int32_t* upload_ints(std::span<const int> values);
 

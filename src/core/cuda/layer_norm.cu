@@ -11,7 +11,7 @@ namespace hark::cuda {
 namespace {
 
 using namespace device;
-constexpr int kWarps = 8;
+constexpr int kWarps = 2;  // small blocks: 1500 rows spread evenly over the SMs
 constexpr int kMaxWidth = 2048;  // widest row held in registers (Whisper's is 1280)
 
 template <class T>
