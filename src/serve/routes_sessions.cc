@@ -30,6 +30,17 @@ json segments_so_far(const StreamingRun& run) {
   return out;
 }
 
+// Sessions take the task from a "task" field ("transcribe" or "translate"), since they
+// have one route for both; the one-shot routes carry the task in their path instead.
+Task session_task(const std::string& body) {
+  auto parsed = json::parse(body, nullptr, false);
+  if (!parsed.is_object() || !parsed.contains("task")) return Task::Transcribe;
+  const json& task = parsed["task"];
+  if (task == "transcribe") return Task::Transcribe;
+  if (task == "translate") return Task::Translate;
+  throw bad_request("[serve] field 'task' must be transcribe or translate");
+}
+
 // A preview shorter than this is mostly the start of a word: not worth a Whisper window.
 constexpr size_t kMinPreviewSamples = 16000 / 4;
 
@@ -77,7 +88,7 @@ void Server::Impl::open_session(const httplib::Request& req, httplib::Response& 
     if (media_type(original_content_type(req)) != "application/json")
       throw ApiError(415, "invalid_request_error", "unsupported_media_type",
                      "[serve] session parameters must be a JSON object (Content-Type: application/json)");
-    params = parse_json_request(body, Task::Transcribe, false);
+    params = parse_json_request(body, session_task(body), false);
   }
   if (params.format != ResponseFormat::Json && params.format != ResponseFormat::VerboseJson)
     throw bad_request("[serve] field 'response_format' of a session must be json or verbose_json");

@@ -81,6 +81,17 @@ TEST_F(Sessions, PartialPreviewsOnlyTheAudioAfterTheLastFinalSegment) {
             " heard 30.00 seconds heard 1.50 seconds");
 }
 
+TEST_F(Sessions, TaskFieldSelectsTranslation) {
+  start_server();
+  const std::string id = post_json("/v1/audio/sessions", R"({"task":"translate","response_format":"verbose_json"})",
+                                    "application/json")["id"];
+  post_json("/v1/audio/sessions/" + id + "/audio", pcm_seconds(1), "audio/pcm;rate=16000");
+  auto done = post_json("/v1/audio/sessions/" + id + "/finish", "", "application/json");
+  EXPECT_EQ(done["task"], "translate");
+  auto bad = post_json("/v1/audio/sessions", R"({"task":"summarize"})", "application/json", 400);
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("'task' must be transcribe or translate"), std::string::npos);
+}
+
 TEST_F(Sessions, SixtyFourOpenThenTooManyRequests) {
   start_server();
   std::vector<std::string> ids;
