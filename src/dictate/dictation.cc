@@ -24,9 +24,6 @@ extern "C" void on_dictate_stop_signal(int sig) { g_stop_signal.store(sig); }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// A chunk is capped so that a file fed as fast as possible still goes up in pieces.
-constexpr size_t kMaxChunkSamples = 10 * 16000;
-
 bool has_speech(const std::vector<float>& samples) {
   static const vad::SileroModel model = vad::SileroModel::load_default();
   return vad::vad_gate(vad::get_speech_timestamps(model, samples));
@@ -82,11 +79,12 @@ class Uploader {
   void stream() {
     transcriber_.begin();
     const size_t chunk = std::max<size_t>(1, static_cast<size_t>(options_.chunk_seconds * 16000));
+    const size_t max_chunk = std::max(chunk, static_cast<size_t>(options_.max_chunk_seconds * 16000));
     auto last_preview = Clock::now() - std::chrono::hours(1);
     std::vector<float> samples;
     for (;;) {
       samples.clear();
-      if (!take_.wait_for(sent_, chunk, kMaxChunkSamples, samples)) break;
+      if (!take_.wait_for(sent_, chunk, max_chunk, samples)) break;
       const bool preview = options_.partial && seconds_since(last_preview) >= options_.partial_every;
       Heard heard = feed_or_recover(samples, preview);
       sent_ += samples.size();
@@ -117,8 +115,9 @@ class Uploader {
     }
     transcriber_.begin();
     const std::vector<float> all = take_.samples();
-    for (size_t at = 0; at < upto; at += kMaxChunkSamples) {
-      const size_t n = std::min(kMaxChunkSamples, upto - at);
+    const size_t max_chunk = static_cast<size_t>(std::max(options_.max_chunk_seconds, options_.chunk_seconds) * 16000);
+    for (size_t at = 0; at < upto; at += max_chunk) {
+      const size_t n = std::min(max_chunk, upto - at);
       transcriber_.feed(std::span<const float>(all.data() + at, n), false);
     }
   }
@@ -218,6 +217,8 @@ RecordingEnd record(AudioSource& source, Take& take, Terminal* terminal, HoldDet
   for (;;) {
     block.clear();
     const bool open = source.read(block, std::chrono::milliseconds(20));
+    const size_t limit = o.max_seconds > 0 ? static_cast<size_t>(o.max_seconds * 16000) : SIZE_MAX;
+    if (block.size() > limit - take.size()) block.resize(limit - take.size());
     if (!block.empty()) {
       take.append(block);
       meter.add(block);
@@ -231,7 +232,7 @@ RecordingEnd record(AudioSource& source, Take& take, Terminal* terminal, HoldDet
       if (hold.tick(seconds_since(t0)) == TakeCommand::Stop) return {};
     }
     if (stop_requested()) return {!terminal, ""};
-    if (o.max_seconds > 0 && take.seconds() >= o.max_seconds) return {false, "--max-seconds reached"};
+    if (take.size() >= limit) return {false, "--max-seconds reached"};
     if (status.enabled() && Clock::now() >= next_draw) {
       std::string notice = uploader.notice();
       status.show(recording_line(take.seconds(), meter.dbfs(), hint,

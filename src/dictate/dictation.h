@@ -19,6 +19,7 @@ struct DictationOptions {
   bool keys = false;              // a terminal drives the take (otherwise: start now, stop at end/signal)
   bool partial = true;            // ask for previews of the unfinished text
   double chunk_seconds = 0.5;     // audio per upload
+  double max_chunk_seconds = 10;  // at most this much per upload (a file fed as fast as possible)
   double partial_every = 1.0;     // seconds between previews
   double max_seconds = 0;         // stop the take after this much audio (0: no limit)
   bool vad_gate = false;          // no speech in the take → empty transcript, nothing sent to finish

@@ -82,6 +82,7 @@ std::vector<KeyEvent> KeyDecoder::take_events() {
 TakeCommand HoldDetector::stop(double now) {
   state_ = State::Cooldown;
   last_talk_ = now;
+  repeats_after_stop_ = false;
   return TakeCommand::Stop;
 }
 
@@ -126,6 +127,7 @@ TakeCommand HoldDetector::on_key(const KeyEvent& e, double now) {
       return TakeCommand::None;
     case State::Cooldown:
       if (key_up_ && e.action == KeyAction::Release) state_ = State::Idle;
+      repeats_after_stop_ = true;
       return TakeCommand::None;
   }
   return TakeCommand::None;
@@ -142,7 +144,9 @@ TakeCommand HoldDetector::tick(double now) {
     case State::Holding:
       return !key_up_ && quiet > timing_.release_after ? stop(now) : TakeCommand::None;
     case State::Cooldown:
-      if (quiet > timing_.release_after) state_ = State::Idle;
+      // The key that stopped the take may still be held: its first auto-repeat can take
+      // up to first_repeat_max to arrive, later ones come every repeat gap.
+      if (quiet > (repeats_after_stop_ ? timing_.release_after : timing_.first_repeat_max)) state_ = State::Idle;
       return TakeCommand::None;
     default:
       return TakeCommand::None;

@@ -66,6 +66,7 @@ class HoldDetector {
   HoldTiming timing_;
   State state_ = State::Idle;
   double pressed_at_ = 0, last_talk_ = 0;
+  bool repeats_after_stop_ = false;
 };
 
 }  // namespace hark::dictate
