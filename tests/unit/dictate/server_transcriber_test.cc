@@ -69,6 +69,7 @@ TEST_F(SessionClient, MissingModelIsReportedBeforeTheTake) {
 TEST_F(SessionClient, UnreachableServerSaysHowToStartOne) {
   start_server();
   const std::string gone = url();
+  ASSERT_TRUE(client().Get("/health"));  // listening: stopping a server that is still starting can hang httplib
   server->stop();
   auto m = message_of([&] { make_server_transcriber({gone, ""}, {})->prepare(); }, ErrorCode::Network);
   EXPECT_NE(m.find("hark serve"), std::string::npos) << m;
