@@ -138,7 +138,7 @@ void run(DictateArgs& a) {
   const TranscribeOptions options = transcribe_options(a);
   DictationOptions d;
   d.keys = Terminal::stdin_is_terminal();
-  d.partial = !a.no_partial;
+  d.partial = !a.no_partial && isatty(STDERR_FILENO);  // previews are shown on the status line only
   d.max_seconds = a.max_seconds;
   d.vad_gate = a.vad;
   d.save_path = a.save;
