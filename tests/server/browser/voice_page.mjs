@@ -5,9 +5,13 @@
 // upload form must return an srt to download; the console must stay clean (no errors,
 // no failed or 4xx/5xx requests). Leaves a screenshot. Run by tests/server/web_page.sh.
 //
+// Then the messages, on a second server started with --api-key and a model that is not
+// on disk: the page asks for the key, names `hark get` for the model, and says how to
+// unblock a microphone that the browser's permissions deny.
+//
 // Environment: HARK_URL (the server), HARK_MIC_WAV (the fake microphone), HARK_HOLD_MS,
-// HARK_EXPECT (the one-shot text), HARK_SCREENSHOT (PNG path), HARK_CHROMIUM (default
-// /usr/bin/chromium).
+// HARK_EXPECT (the one-shot text), HARK_SCREENSHOT (PNG path), HARK_LOCKED_URL and
+// HARK_LOCKED_KEY (the second server), HARK_CHROMIUM (default /usr/bin/chromium).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -90,11 +94,54 @@ try {
   await page.evaluate(() => window.scrollTo(0, 0));
   fs.mkdirSync(path.dirname(screenshot), {recursive: true});
   await page.screenshot({path: screenshot, fullPage: true});
+
+  if (process.env.HARK_LOCKED_URL) await checkMessages(process.env.HARK_LOCKED_URL, env('HARK_LOCKED_KEY'));
 } finally {
   await context.close();
   fs.rmSync(profile, {recursive: true, force: true});
 }
 for (const p of problems) failures.push(p);
+
+async function statusMatching(page, pattern) {
+  try {
+    await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('status').textContent),
+                               pattern.source, {timeout: 15000});
+  } catch (e) {
+    return `status is '${await page.textContent('#status')}'`;
+  }
+  return '';
+}
+
+// Expected 401 and 503 answers here; the console checks cover the first page only.
+async function checkMessages(lockedUrl, key) {
+  const page = await context.newPage();
+  await page.goto(lockedUrl);
+  let why = await statusMatching(page, /needs an API key: type it in Settings/);
+  check(!why, `API key message on load: ${why}`);
+  check(await page.evaluate(() => document.activeElement.id) === 'key', 'the key box has the focus');
+  await page.getByLabel(/^API key/).fill(key);
+  await page.getByLabel(/^API key/).press('Tab');  // 'change' checks the server again
+  why = await statusMatching(page, /^Ready\.$/);
+  check(!why, `the key is accepted: ${why}`);
+
+  await page.getByRole('button', {name: 'Hold to talk'}).hover();
+  await page.mouse.down();
+  why = await statusMatching(page, /cannot transcribe: .*hark get tiny/);
+  check(!why, `missing model message: ${why}`);
+  await page.mouse.up();
+
+  // --use-fake-ui-for-media-stream grants every request, and that wins over a denied
+  // permission; so the denial is what Chromium's getUserMedia answers then.
+  await page.evaluate(() => {
+    navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('Permission denied', 'NotAllowedError'));
+  });
+  await page.mouse.down();
+  why = await statusMatching(page, /microphone is blocked for this page: allow it/);
+  check(!why, `denied microphone message: ${why}`);
+  await page.mouse.up();
+  check(await page.getAttribute('#talk', 'aria-pressed') === 'false', 'the button is released after an error');
+  await page.close();
+}
 if (failures.length) {
   for (const f of failures) console.log(`FAILED: ${f}`);
   process.exit(1);
