@@ -8,7 +8,7 @@
 namespace hark::dictate {
 namespace {
 
-constexpr size_t kMinPreviewSamples = 16000 / 4;
+constexpr size_t kMinPreviewSamples = 16000;  // as the server: shorter previews are mostly invented
 constexpr size_t kMaxPreviewSamples = 30 * 16000;  // a preview is one Whisper window
 
 class EngineTranscriber : public Transcriber {

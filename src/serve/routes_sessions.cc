@@ -41,8 +41,9 @@ Task session_task(const std::string& body) {
   throw bad_request("[serve] field 'task' must be transcribe or translate");
 }
 
-// A preview shorter than this is mostly the start of a word: not worth a Whisper window.
-constexpr size_t kMinPreviewSamples = 16000 / 4;
+// Under a second of audio is at most a word or two, on which Whisper tends to invent a
+// sentence; the preview waits for more.
+constexpr size_t kMinPreviewSamples = 16000;
 
 bool wants_partial(const httplib::Request& req) {
   if (!req.has_param("partial")) return false;

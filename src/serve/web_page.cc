@@ -118,7 +118,7 @@ const json = async (path, init) => (await api(path, init)).json();
 async function checkServer() {
   try {
     const info = await json('/v1');
-    $('model').textContent = 'Whisper speech-to-text on this machine, model ' + info.model + '.';
+    $('model').textContent = 'Whisper speech-to-text on this machine, model ' + info.model.split('/').pop() + '.';
     if ($('status').className === 'error') status('Ready.');
   } catch (e) { status(e.message, true); }
 }

@@ -19,7 +19,9 @@ ARTIFACTS=$(cd "$(dirname "$HARK")/.." && pwd)/test-artifacts
 WORK=$(mktemp -d)
 SERVER_PID="" LOCKED_PID=""
 cleanup() {
-  for pid in $SERVER_PID $LOCKED_PID; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in $SERVER_PID $LOCKED_PID; do
+    kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -68,5 +70,5 @@ if [[ ! -d $NODE_DIR/node_modules/playwright-core ]]; then
   (cd "$NODE_DIR" && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }) >"$WORK/npm.log" 2>&1 ||
     fail "npm could not install playwright-core: $(tail -5 "$WORK/npm.log")"
 fi
-HARK_URL=$URL/ HARK_LOCKED_URL=$LOCKED_URL/ HARK_LOCKED_KEY=sesame HARK_MIC_WAV=$WORK/mic.wav HARK_HOLD_MS=$hold_ms HARK_EXPECT="$expect" HARK_CHROMIUM=$CHROMIUM \
+HARK_DOC_SCREENSHOT=${HARK_DOC_SCREENSHOT:+$(realpath -m "$HARK_DOC_SCREENSHOT")} HARK_URL=$URL/ HARK_LOCKED_URL=$LOCKED_URL/ HARK_LOCKED_KEY=sesame HARK_MIC_WAV=$WORK/mic.wav HARK_HOLD_MS=$hold_ms HARK_EXPECT="$expect" HARK_CHROMIUM=$CHROMIUM \
   HARK_SCREENSHOT=$ARTIFACTS/web-page.png node "$NODE_DIR/voice_page.mjs" || fail "the page in Chromium"

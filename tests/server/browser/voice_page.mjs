@@ -11,7 +11,8 @@
 //
 // Environment: HARK_URL (the server), HARK_MIC_WAV (the fake microphone), HARK_HOLD_MS,
 // HARK_EXPECT (the one-shot text), HARK_SCREENSHOT (PNG path), HARK_LOCKED_URL and
-// HARK_LOCKED_KEY (the second server), HARK_CHROMIUM (default /usr/bin/chromium).
+// HARK_LOCKED_KEY (the second server), HARK_CHROMIUM (default /usr/bin/chromium),
+// HARK_DOC_SCREENSHOT (optional: where to save the picture of a take for docs/voice.md).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,11 +60,17 @@ try {
   await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Listening'),
                              null, {timeout: 30000});
   check(await page.getAttribute('#talk', 'aria-pressed') === 'true', 'aria-pressed is true while held');
-  let loudest = 0, partial = '';
+  let loudest = 0, partial = '', pictured = !process.env.HARK_DOC_SCREENSHOT;
   for (const end = Date.now() + holdMs; Date.now() < end;) {
     await page.waitForTimeout(100);
-    loudest = Math.max(loudest, Number(await page.getAttribute('#meter', 'aria-valuenow')));
+    const level = Number(await page.getAttribute('#meter', 'aria-valuenow'));
+    loudest = Math.max(loudest, level);
     partial = (await page.textContent('#partial')) || partial;
+    const started = expected.split(' ').slice(0, 2).join(' ');
+    if (!pictured && partial.startsWith(started) && level > 30) {  // docs/voice.md's picture: mid-take
+      await page.screenshot({path: process.env.HARK_DOC_SCREENSHOT, clip: {x: 0, y: 0, width: 820, height: 560}});
+      pictured = true;
+    }
   }
   await page.mouse.up();
   await page.waitForFunction(() => !/^(Transcribing|Listening|Starting)/.test(document.getElementById('status').textContent),

@@ -68,7 +68,7 @@ TEST_F(Sessions, PartialPreviewsOnlyTheAudioAfterTheLastFinalSegment) {
   auto plain = post_json(audio, pcm_seconds(0.2), "audio/pcm;rate=16000");
   EXPECT_FALSE(plain.contains("partial")) << "previews are opt-in";
   EXPECT_EQ(post_json(audio + "?partial=1", pcm_seconds(0.01), "audio/pcm;rate=16000")["partial"], "")
-      << "under a quarter second there is nothing to preview";
+      << "under a second there is nothing to preview";
   EXPECT_EQ(post_json(audio + "?partial=1", pcm_seconds(1.79), "audio/pcm;rate=16000")["partial"], " heard 2.00 seconds");
   EXPECT_EQ(post_json(audio + "?partial=0", pcm_seconds(2), "audio/pcm;rate=16000").contains("partial"), false);
   // 30 s complete the first window: its segment is final and leaves the preview.
