@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <thread>
 
@@ -202,6 +203,13 @@ bool wait_for_start(Terminal& terminal, HoldDetector& hold, StatusLine& status, 
   }
 }
 
+// Samples the take may still grow by under --max-seconds.
+size_t take_room(const Take& take, const DictationOptions& o) {
+  if (o.max_seconds <= 0) return SIZE_MAX;
+  const size_t limit = static_cast<size_t>(o.max_seconds * 16000);
+  return limit > take.size() ? limit - take.size() : 0;
+}
+
 struct RecordingEnd {
   bool quit = false;
   std::string reason;  // why the take stopped when it was not a key
@@ -217,8 +225,7 @@ RecordingEnd record(AudioSource& source, Take& take, Terminal* terminal, HoldDet
   for (;;) {
     block.clear();
     const bool open = source.read(block, std::chrono::milliseconds(20));
-    const size_t limit = o.max_seconds > 0 ? static_cast<size_t>(o.max_seconds * 16000) : SIZE_MAX;
-    if (block.size() > limit - take.size()) block.resize(limit - take.size());
+    if (block.size() > take_room(take, o)) block.resize(take_room(take, o));
     if (!block.empty()) {
       take.append(block);
       meter.add(block);
@@ -232,7 +239,7 @@ RecordingEnd record(AudioSource& source, Take& take, Terminal* terminal, HoldDet
       if (hold.tick(seconds_since(t0)) == TakeCommand::Stop) return {};
     }
     if (stop_requested()) return {!terminal, ""};
-    if (take.size() >= limit) return {false, "--max-seconds reached"};
+    if (take_room(take, o) == 0) return {false, "--max-seconds reached"};
     if (status.enabled() && Clock::now() >= next_draw) {
       std::string notice = uploader.notice();
       status.show(recording_line(take.seconds(), meter.dbfs(), hint,
@@ -313,8 +320,9 @@ TakeResult run_take(Transcriber& transcriber, const SourceFactory& open_source, 
   terminal.reset();  // keys are done: Ctrl-C is a signal again while the transcript comes
   rearm_stop_signals();  // a Ctrl-C that stopped the recording must not also give up the transcript
   source->stop();
-  std::vector<float> rest;
+  std::vector<float> rest;  // what the source captured before it stopped, within --max-seconds
   source->read(rest, std::chrono::milliseconds(0));
+  if (o.max_seconds > 0) rest.resize(std::min(rest.size(), take_room(take, o)));
   take.append(rest);
   take.close();
   result.quit = end.quit;
