@@ -86,7 +86,9 @@ class Uploader {
     for (;;) {
       samples.clear();
       if (!take_.wait_for(sent_, chunk, max_chunk, samples)) break;
-      const bool preview = options_.partial && seconds_since(last_preview) >= options_.partial_every;
+      // A preview costs a Whisper window: none while the upload lags behind the take.
+      const bool behind = take_.size() > sent_ + samples.size() + chunk;
+      const bool preview = options_.partial && !behind && seconds_since(last_preview) >= options_.partial_every;
       Heard heard = feed_or_recover(samples, preview);
       sent_ += samples.size();
       if (preview) last_preview = Clock::now();
