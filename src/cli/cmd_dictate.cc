@@ -96,6 +96,10 @@ SourceFactory source_factory(const DictateArgs& a, bool keys) {
 void deliver(const DictateArgs& a, const std::string& transcript) {
   std::string text = transcript;
   while (!text.empty() && text.front() == ' ') text.erase(0, 1);
+  if (text.empty()) {
+    std::fprintf(stderr, "hark: no speech in the take\n");
+    return;
+  }
   if (!a.copy && !a.type) {
     std::printf("%s\n", text.c_str());
     std::fflush(stdout);
