@@ -44,7 +44,7 @@ Terminal::Terminal() {
   if (fd_ < 0 || tcgetattr(fd_, &mode) != 0)
     throw Error(ErrorCode::Io, "[dictate] cannot set up the terminal for keys; run without a terminal on stdin "
                                "(the take then stops at the end of --input or on Ctrl-C)");
-  saved_ = new Saved{mode};
+  saved_ = std::make_unique<Saved>(Saved{mode});
   mode.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO | ISIG | IEXTEN);
   mode.c_iflag &= ~static_cast<tcflag_t>(IXON | ICRNL);
   mode.c_cc[VMIN] = 0;
@@ -62,7 +62,6 @@ Terminal::Terminal() {
 Terminal::~Terminal() {
   if (kitty_) write_control(kKittyPop);
   if (saved_) tcsetattr(fd_, TCSANOW, &saved_->mode);
-  delete saved_;
   if (fd_ >= 0) close(fd_);
 }
 

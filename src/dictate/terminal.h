@@ -3,6 +3,7 @@
 // place on stderr.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,8 @@ class Terminal {
   void write_control(const std::string& bytes);
   int fd_ = -1;
   bool kitty_ = false;
-  struct Saved;
-  Saved* saved_ = nullptr;
+  struct Saved;  // the terminal's mode before raw mode
+  std::unique_ptr<Saved> saved_;
   KeyDecoder decoder_;
 };
 
