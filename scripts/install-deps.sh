@@ -14,7 +14,10 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libcurl4-openssl-dev libssl-dev portaudio19-dev \
-  curl python3-numpy >/dev/null
-# Node.js and npm (for the OpenAI SDK client tests) come with the machine image;
-# Debian's nodejs conflicts with that install, so it is not requested here.
+  curl python3-numpy \
+  chromium tmux >/dev/null
+# chromium and tmux run the web page and terminal dictation tests (tests/server/web_page.sh,
+# tests/cli/dictate_tmux.sh). Node.js and npm (for the OpenAI SDK and playwright-core)
+# come with the machine image; Debian's nodejs conflicts with that install, so it is not
+# requested here.
 command -v node >/dev/null || $SUDO apt-get install -y -qq nodejs npm >/dev/null

@@ -9,6 +9,9 @@ void Server::Impl::install_info_routes() {
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(web_page_html(), "text/html; charset=utf-8");
   });
+  http.Get("/audio-worklet.js", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(web_worklet_js(), "text/javascript; charset=utf-8");
+  });
   http.Get("/v1", [this](const httplib::Request&, httplib::Response& res) {
     json index = {{"name", "hark"},
                   {"version", "0.1.0"},
@@ -17,7 +20,7 @@ void Server::Impl::install_info_routes() {
                    {"POST /v1/audio/transcriptions", "POST /v1/audio/translations", "POST /v1/audio/sessions",
                     "POST /v1/audio/sessions/{id}/audio", "POST /v1/audio/sessions/{id}/finish",
                     "DELETE /v1/audio/sessions/{id}", "POST /admin/transcription/unload", "GET /v1/models",
-                    "GET /health", "GET /stats", "GET /metrics", "GET /"}}};
+                    "GET /health", "GET /stats", "GET /metrics", "GET /", "GET /audio-worklet.js"}}};
     res.set_content(index.dump(), "application/json");
   });
   auto model_object = [this] {

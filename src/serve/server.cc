@@ -164,7 +164,10 @@ void Server::Impl::install_routes() {
       mutable_req.headers.erase(kHiddenContentType);
       mutable_req.headers.emplace(kHiddenContentType, type);
     }
-    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    // The web page and its worklet hold no data: a browser loads them without a key and
+    // sends the key the user types with its API calls.
+    const bool public_route = req.path == "/health" || (req.method == "GET" && (req.path == "/" || req.path == "/audio-worklet.js"));
+    if (options.api_key.empty() || public_route) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     if (auth.compare(0, prefix.size(), prefix) == 0 && constant_time_equal(auth.substr(prefix.size()), options.api_key))

@@ -1,5 +1,6 @@
 #include "serve/sessions.h"
 
+#include <algorithm>
 #include <random>
 
 #include "serve/api_error.h"
@@ -12,6 +13,18 @@ std::string random_session_id() {
   std::string id = "sess_";
   for (int i = 0; i < 24; ++i) id += hex[rng() & 15];
   return id;
+}
+
+void PendingAudio::append(const std::vector<float>& chunk) {
+  samples.insert(samples.end(), chunk.begin(), chunk.end());
+  if (samples.size() > kMaxSamples) drop_before(start + samples.size() - kMaxSamples);
+}
+
+void PendingAudio::drop_before(size_t take_index) {
+  if (take_index <= start) return;
+  size_t n = std::min(take_index - start, samples.size());
+  samples.erase(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(n));
+  start += n;
 }
 
 std::shared_ptr<Session> SessionRegistry::create(TranscribeRequest params) {

@@ -17,6 +17,18 @@
 
 namespace hark::serve {
 
+// The audio after the last final segment: what a partial-text preview transcribes. It is
+// kept beside the StreamingRun (which holds the whole take but does not expose it) and
+// capped at one window, because a preview is one Whisper window.
+struct PendingAudio {
+  static constexpr size_t kMaxSamples = 30 * 16000;
+  std::vector<float> samples;
+  size_t start = 0;  // index of samples[0] in the whole take
+
+  void append(const std::vector<float>& chunk);
+  void drop_before(size_t take_index);  // once a segment up to take_index is final
+};
+
 struct Session {
   std::string id;
   TranscribeRequest params;
@@ -25,6 +37,7 @@ struct Session {
   std::atomic<bool> finished{false};  // finish ran; later audio/finish calls are 409 (read by HTTP threads)
   bool closed = false;    // deleted or expired; the run is gone
   size_t samples = 0;     // samples fed so far
+  PendingAudio pending;   // worker-thread state, for ?partial previews
   std::chrono::steady_clock::time_point last_activity;
 };
 
