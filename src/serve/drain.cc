@@ -83,11 +83,11 @@ size_t Server::Impl::cancel_running_jobs() {
 
 ApiError Server::Impl::job_error(std::exception_ptr error) const {
   ApiError e = to_api_error(error);
-  if (e.code() == "client_closed_request" && drain_expired)
-    return ApiError(503, "server_error", "drain_timeout",
+  if (e.code() != "client_closed_request" || !drain_expired) return e;
+  ++drain_cancelled;
+  return ApiError(503, "server_error", "drain_timeout",
                     "[serve] this instance shut down before the job finished (--drain-timeout " +
                         std::to_string(static_cast<int>(options.drain_timeout_sec)) + " s); send it again");
-  return e;
 }
 
 bool Server::Impl::wait_for_accepted_work(Clock::time_point deadline, bool until_expired) {
@@ -119,10 +119,10 @@ DrainReport Server::Impl::drain() {
   DrainReport report;
   if (!wait_for_accepted_work(after(options.drain_timeout_sec), true)) {
     drain_expired = true;
-    report.cancelled = cancel_running_jobs();
-    log_line("drain_timeout", {{"cancelled", report.cancelled}, {"accepted", accepted_work.load()}});
+    log_line("drain_timeout", {{"cancelling", cancel_running_jobs()}, {"accepted", accepted_work.load()}});
     wait_for_accepted_work(after(kCancelGraceSec), false);
   }
+  report.cancelled = drain_cancelled;  // counted as the answers go out, so exact
   http.stop();  // nothing accepted is left: close the listener and idle connections
   if (listen_thread.joinable()) listen_thread.join();
   {

@@ -276,6 +276,9 @@ int Server::start() {
   impl_->instance_id = o.instance_id.empty() ? default_instance_id(port) : o.instance_id;
   impl_->sessions.set_route_key(impl_->instance_id);
   impl_->listen_thread = std::thread([this] { impl_->http.listen_after_bind(); });
+  // httplib's stop() does nothing before the loop runs: a stop() right after start() would
+  // then wait on a listener that never ends.
+  for (int i = 0; i < 5000 && !impl_->http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   impl_->janitor_thread = std::thread([this] { impl_->run_janitor(); });
   impl_->log_line("listening", {{"host", o.host}, {"port", port}, {"model", o.model_name}, {"instance", impl_->instance_id}});
   return port;

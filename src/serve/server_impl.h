@@ -43,6 +43,7 @@ struct Server::Impl {
   std::atomic<size_t> accepted_work{0};
   std::mutex running_mutex;
   std::vector<std::weak_ptr<std::atomic<bool>>> running_jobs;  // cancel flags, for an expired drain
+  mutable std::atomic<size_t> drain_cancelled{0};  // requests answered drain_timeout
   DrainReport drain_report;
   std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();
 

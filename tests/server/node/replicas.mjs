@@ -79,7 +79,7 @@ async function health(url) {
 async function main() {
   // Affinity: sessions opened through nginx land on both instances and stay there.
   const sessions = [];
-  for (let i = 0; i < 4; i++) sessions.push(await openSession());
+  for (let i = 0; i < 2; i++) sessions.push(await openSession());
   const on = (name) => sessions.filter((s) => s.instance === name);
   assert.ok(on('hark1').length > 0 && on('hark2').length > 0, `sessions: ${sessions.map((s) => s.instance)}`);
   const clipA = fs.readFileSync(env.CLIP_A), clipB = fs.readFileSync(env.CLIP_B);
@@ -90,12 +90,13 @@ async function main() {
   }
   await streamArrivesIncrementally();
 
-  // Load on both instances, then SIGTERM hark1 while it has a job running and one queued.
+  // Two jobs on each instance (least_conn), then SIGTERM hark1 while it runs one and has
+  // the other queued.
   const accepted = [
-    transcribe(env.LONG_CLIP),
-    transcribe(env.LONG_CLIP, { response_format: 'verbose_json' }),
-    transcribe(env.LONG_CLIP),
-    transcribe(env.LONG_CLIP, { response_format: 'verbose_json' }),
+    transcribe(env.CLIP_A),
+    transcribe(env.CLIP_A, { response_format: 'verbose_json' }),
+    transcribe(env.CLIP_A),
+    transcribe(env.CLIP_A, { response_format: 'verbose_json' }),
   ];
   let depth = 0;
   for (let i = 0; i < 1500 && depth < 1; i++) {
@@ -112,6 +113,7 @@ async function main() {
   log(`hark1 after SIGTERM: /health ${state}`);
 
   // During the drain: new work through nginx succeeds on hark2 (nginx retries hark1's 503s).
+  // Four at once: while they are in flight least_conn must pick hark1 for one of them.
   const during = await Promise.all([0, 1, 2, 3].map((i) => transcribe(i % 2 ? env.CLIP_B : env.CLIP_A)));
   during.forEach((r, i) => {
     says(r.text, i % 2 ? SAYS.B : SAYS.A, `request ${i} during the drain`);
