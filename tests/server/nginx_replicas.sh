@@ -47,7 +47,7 @@ out.close()
 EOF
 
 start_hark() {  # name → sets PORT_<name> and PID_<name>
-  "$HARK" serve "$MODEL" --port 0 --instance-id "$1" --resident --drain-timeout 120 >"$WORK/$1.log" 2>&1 &
+  "$HARK" serve "$MODEL" --port 0 --instance-id "$1" --resident --drain-timeout 120 --threads 1 >"$WORK/$1.log" 2>&1 &
   local pid=$! port=""
   PIDS+=("$pid")
   for _ in $(seq 1 300); do
@@ -125,10 +125,28 @@ RETRIED=$(grep -cE 'upstream_status=50[23], 200' "$WORK/access.log" || true)
 BAD=$(grep -E '"POST /v1/audio/transcriptions' "$WORK/access.log" | grep -vc '" 200 ' || true)
 [[ $BAD == 0 ]] || fail "$BAD transcription(s) did not end 200 through nginx"
 
-kill -TERM "$PID_hark2"
+# hark2: SIGTERM twice while it transcribes the two-window clip. The second signal ends the
+# drain at once: the job is cancelled at its next window, answered 503 drain_timeout, and
+# hark exits 75. (Should the job have finished first, the answer is 200 and the status 0:
+# either way the status must match the answer.)
+curl -s -o "$WORK/cut.json" -w '%{http_code}' "http://127.0.0.1:$PORT_hark2/v1/audio/transcriptions" \
+  -F file=@"$WORK/long.wav" >"$WORK/cut.status" &
+CURL_PID=$!
+for _ in $(seq 1 1000); do
+  [[ $(curl -s "http://127.0.0.1:$PORT_hark2/stats" | sed -n 's/.*"in_flight":\([0-9]*\).*/\1/p') -ge 2 ]] && break
+  sleep 0.01
+done
+kill -TERM "$PID_hark2"; sleep 0.05; kill -TERM "$PID_hark2"
+wait "$CURL_PID" || true
 wait "$PID_hark2" && RC=0 || RC=$?
-[[ $RC == 0 ]] || fail "hark2 exited with $RC after SIGTERM"
+CUT=$(cat "$WORK/cut.status")
+if [[ $CUT == 503 ]]; then
+  grep -q '"code":"drain_timeout"' "$WORK/cut.json" || fail "cut job: $(cat "$WORK/cut.json")"
+  [[ $RC == 75 ]] || fail "hark2 exited $RC after cancelling a job (want 75)"
+else
+  [[ $CUT == 200 && $RC == 0 ]] || fail "hark2: answer $CUT and exit status $RC do not match"
+fi
 kill -QUIT "$NGINX_PID"
 wait "$NGINX_PID" || true
 PIDS=()
-echo "PASSED: nginx + 2 instances; $RETRIED request(s) retried on hark2 while hark1 drained"
+echo "PASSED: nginx + 2 instances; $RETRIED request(s) retried on hark2 while hark1 drained; hark2 stopped by two signals: answer $CUT, exit $RC"
