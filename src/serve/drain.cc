@@ -53,8 +53,7 @@ void Server::Impl::finish_request() {
 
 bool Server::Impl::rejected_for_drain() const { return t_work == Work::Rejected; }
 
-void Server::Impl::reject_for_drain(const httplib::Request&, httplib::Response&,
-                                    const httplib::ContentReader& reader) const {
+void Server::Impl::reject_for_drain(const httplib::ContentReader& reader) const {
   // A server that closes a socket with unread bytes makes the kernel send a reset, which
   // can destroy the 503 before the client reads it; bodies up to the upload limit are
   // read and dropped (larger ones end the connection). send_error adds Connection: close.

@@ -48,7 +48,7 @@ void Server::Impl::install_session_routes() {
 
 void Server::Impl::open_session(const httplib::Request& req, httplib::Response& res,
                                 const httplib::ContentReader& reader) {
-  if (rejected_for_drain()) reject_for_drain(req, res, reader);
+  if (rejected_for_drain()) reject_for_drain(reader);
   std::string body = read_body(req, res, reader);
   TranscribeRequest params;
   if (!only_whitespace(body)) {

@@ -107,7 +107,7 @@ void Server::Impl::install_transcribe_routes() {
       auto job = std::make_shared<TranscribeJob>();
       job->received_at = Clock::now();
       try {
-        if (rejected_for_drain()) reject_for_drain(req, res, reader);
+        if (rejected_for_drain()) reject_for_drain(reader);
         std::string body = read_body(req, res, reader);
         job->request = parse_transcribe_body(req, body, task);
         body.clear();

@@ -70,8 +70,7 @@ struct Server::Impl {
   bool rejected_for_drain() const;
   // Reads and drops the body (so the client gets the answer, not a reset), then throws
   // 503 server_draining.
-  [[noreturn]] void reject_for_drain(const httplib::Request& req, httplib::Response& res,
-                                     const httplib::ContentReader& reader) const;
+  [[noreturn]] void reject_for_drain(const httplib::ContentReader& reader) const;
   void track_job(const std::shared_ptr<std::atomic<bool>>& cancel);
   // A failed job's answer: a cancel caused by an expired drain is 503 drain_timeout, not 499.
   ApiError job_error(std::exception_ptr error) const;
