@@ -39,7 +39,13 @@ void Server::Impl::install_info_routes() {
     res.set_content(model_object().dump(), "application/json");
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"status", "ok"}, {"model", options.model_name}, {"transcription", residency_json()}}.dump(),
+    // 503 while draining, so load balancers and readiness probes stop sending work here.
+    if (draining) res.status = 503;
+    res.set_content(json{{"status", draining ? "draining" : "ok"},
+                         {"instance", instance_id},
+                         {"model", options.model_name},
+                         {"transcription", residency_json()}}
+                        .dump(),
                     "application/json");
   });
   http.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
@@ -47,6 +53,8 @@ void Server::Impl::install_info_routes() {
     json stats = {
         {"server",
          {{"owner", "serve"},
+          {"instance", instance_id},
+          {"draining", draining.load()},
           {"model", options.model_name},
           {"started_at", std::chrono::duration_cast<std::chrono::seconds>(started_at.time_since_epoch()).count()},
           {"uptime_sec", uptime}}},

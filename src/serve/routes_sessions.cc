@@ -18,7 +18,8 @@ ApiError finished_error(const std::string& id) {
 }
 
 ApiError closed_error(const std::string& id) {
-  return ApiError(404, "invalid_request_error", "session_not_found", "[serve] session '" + id + "' was closed");
+  return ApiError(404, "invalid_request_error", "session_not_found",
+                  "[serve] session '" + id + "' was closed (deleted, expired, or its server is shutting down)");
 }
 
 bool only_whitespace(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
@@ -83,6 +84,7 @@ void Server::Impl::install_session_routes() {
 
 void Server::Impl::open_session(const httplib::Request& req, httplib::Response& res,
                                 const httplib::ContentReader& reader) {
+  if (rejected_for_drain()) reject_for_drain(reader);
   std::string body = read_body(req, res, reader);
   TranscribeRequest params;
   if (!only_whitespace(body)) {

@@ -57,13 +57,24 @@ class SessionRegistry {
   size_t open_count() const;  // created and not finished
   void mark_finished(Session& s);
 
+  // New ids are sess_<key>_<random>, so a proxy can route a session to its instance.
+  void set_route_key(std::string key);
+  // The server is draining: every session is removed and returned (to be closed), and from
+  // now on get() answers 503 session_closed and create() 503 server_draining.
+  std::vector<std::shared_ptr<Session>> close_for_drain();
+
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   size_t max_open_;
   double idle_sec_;
+  std::string route_key_;
+  bool draining_ = false;
 };
 
-std::string random_session_id();
+// sess_<route_key>_<24 hex digits> (sess_<24 hex digits> without a key).
+std::string random_session_id(const std::string& route_key = "");
+// The key in a session id, or "" when it has none.
+std::string session_route_key(const std::string& id);
 
 }  // namespace hark::serve
