@@ -36,7 +36,7 @@ SEED = "hark-toy-corpus-1"
 
 
 def source_texts(source, debs, indexes):
-    """(file name, text) of every file a source reads, and the version it came from."""
+    """(file name, text or bytes) of every file a source reads, and the version it came from."""
     if source.package in APT_INDEXES:
         path = os.path.join(indexes, APT_INDEXES[source.package])
         if not os.path.exists(path):
@@ -48,15 +48,22 @@ def source_texts(source, debs, indexes):
         with lzma.open(path, "rt", encoding="utf-8", errors="replace") as f:
             return [(os.path.basename(path), f.read())], version
     deb = debfile.find_deb(debs, source.package)
-    files = [(name, blob.decode("utf-8", errors="replace")) for name, blob in debfile.read_files(deb, source.patterns)]
+    files = list(debfile.read_files(deb, source.patterns))
+    if source.extractor != "sword":  # the one extractor that reads binary files
+        files = [(name, blob.decode("utf-8", errors="replace")) for name, blob in files]
     if not files:
         raise ValueError(f"[corpus] {source.name}: no file of {deb} matches {source.patterns}")
     return sorted(files), debfile.version_of(deb)
 
 
-def paragraphs(source, text):
+def paragraphs(source, files):
+    """Paragraphs of all files of a source (multi-file formats get them together)."""
     fn = getattr(extract, source.extractor)
-    return fn(text, **source.args)
+    if source.extractor == "sword":
+        yield from fn(dict(files), **source.args)
+        return
+    for _, text in files:
+        yield from fn(text, **source.args)
 
 
 def collect(source, debs, indexes):
@@ -65,14 +72,13 @@ def collect(source, debs, indexes):
     stats = {"package": source.package, "version": version, "files": len(files), "paragraphs": 0,
              "license": source.license, "drops": {}}
     seen, out = set(), []
-    for _, text in files:
-        for para in paragraphs(source, text):
-            stats["paragraphs"] += 1
-            for s in clean.sentences(para, source.lang, stats["drops"]):
-                k = clean.key(s)
-                if k not in seen:
-                    seen.add(k)
-                    out.append(s)
+    for para in paragraphs(source, files):
+        stats["paragraphs"] += 1
+        for s in clean.sentences(para, source.lang, stats["drops"]):
+            k = clean.key(s)
+            if k not in seen:
+                seen.add(k)
+                out.append(s)
     stats["distinct"] = len(out)
     return out, stats
 

@@ -5,7 +5,8 @@ The rules (numbered as in the tests, test_clean.py):
   R1  Unicode NFC; no-break and thin spaces become spaces; whitespace collapses.
   R2  Typographic apostrophes become ASCII "'"; double quotes and guillemets are dropped
       (nobody hears them); single quotes used as quotes are dropped.
-  R3  "…" becomes "..."; a dash between words (" - ", "–", "—") becomes a comma.
+  R3  "…" becomes "..."; a dash between words (" - ", "–", "—") becomes a comma; short
+      asides in parentheses are dropped (a reader skips them; espeak would read them).
   R4  Abbreviations that are spoken as words are written out the way Whisper writes the
       spoken words ("z. B." -> "zum Beispiel", "e.g." -> "for example"); titles Whisper
       abbreviates itself stay ("Mr.", "Dr.", "M.", "Sr.").
@@ -14,7 +15,7 @@ The rules (numbered as in the tests, test_clean.py):
   R6  A sentence is dropped when it has something a speaker cannot say or Whisper would
       not write: URLs, paths, e-mail, markup or code characters, brackets, digits mixed
       with letters, version or decimal numbers, unknown abbreviations, words in other
-      scripts, shouting, or words of more than 25 letters.
+      scripts, shouting, code identifiers, or words of more than 25 letters.
   R7  Numbers: plain integers of up to 4 digits (years, counts) stay digits; 0 and 2-10
       standing alone become words in every language, 1 only in English (elsewhere its
       gender is unknown); "50 %" becomes "50%"; English ordinals "1st".."31st" stay.
@@ -100,7 +101,7 @@ def language_ok(sentence, lang):
 
 
 _URLISH = re.compile(r"://|www\.|@|\.(com|org|net|de|fr|es|html?|txt|conf|so|py|sh|deb|gz|xml)\b", re.I)
-_FORBIDDEN = re.compile(r"[/\\|_=<>{}\[\]()#*~^+&§°$€£]")
+_FORBIDDEN = re.compile(r"[/\\|_=<>{}\[\]()#*~^+&§°$€£]")  # § marks code (extract.py)
 _INITIAL = re.compile(r"^[A-ZÄÖÜÀ-Ý]\.$")
 
 
@@ -123,6 +124,7 @@ def normalize_chars(text):
     for ch in DOUBLE_QUOTES:
         text = text.replace(ch, " ")
     text = text.replace("…", "...")
+    text = re.sub(r"\s*\([^()]{0,80}\)", "", text)  # asides in brackets are left unsaid
     text = re.sub(r"\s+[-–—]{1,2}\s+|\s*[–—]\s*", ", ", text)
     text = re.sub(r"(?<![\w])'(?=\w)|(?<=[\w.,!?])'(?![\w])", "", text)  # quotes, not apostrophes
     text = re.sub(r"\s+", " ", text).strip()
@@ -195,8 +197,8 @@ def _reject_reason(s, lang):
     caps = [w for w in words if len(re.sub(r"\W", "", w)) >= 2 and re.sub(r"\W", "", w).isupper()]
     if len(caps) > 2 or any(len(re.sub(r"\W", "", w)) > 5 for w in caps):
         return "shouting"
-    if any(re.search(r"[a-zà-ÿ][A-ZÀ-Ý]", w) for w in words):
-        return "camel-case"
+    if any(re.match(r"^[a-zà-ÿ]+[A-ZÀ-Ý]", w) for w in words):
+        return "camel-case"  # code identifiers (getValue); brand names (LibreOffice) stay
     if re.search(r"(^|\s)-|-($|\s|[.,;:!?])|--", s):
         return "dangling-hyphen"
     abbrev = [w for w in words[:-1] if re.fullmatch(r"[^\W\d]{1,5}\.", w) and w not in KEPT[lang]]

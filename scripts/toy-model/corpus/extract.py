@@ -3,8 +3,11 @@ paragraphs of running text (lines joined); clean.py then cuts them into sentence
 drops what a person would not say. Extractors drop what is plainly not prose (code,
 tables, headings, attributions) so the cleaner sees less noise.
 """
+import html
 import html.parser
 import re
+import struct
+import zlib
 
 
 def _join(lines):
@@ -85,39 +88,52 @@ def groff(text):
 
 
 class _Paragraphs(html.parser.HTMLParser):
-    """Text of <p> (and optionally <li>) elements; a paragraph holding code-like inline
-    elements is marked so it can be dropped whole."""
+    """Text of the paragraph elements named in `tags` ("p", or "div.para" for a div of
+    class "para"). Code-like inline elements (commands, file names) get a "§" mark, which
+    clean.py rejects, so only the sentence holding one is dropped, not its paragraph."""
     CODE = {"code", "pre", "cmd", "sys", "file", "input", "output", "var", "kbd", "samp", "screen", "tt"}
 
     def __init__(self, tags):
         super().__init__(convert_charrefs=True)
-        self.tags, self.depth, self.buf, self.code, self.out = tags, 0, [], False, []
+        self.tags, self.open_tag, self.inner, self.buf, self.out = tags, None, 0, [], []
+
+    def _matches(self, tag, attrs):
+        if tag in self.tags:
+            return True
+        classes = (dict(attrs).get("class") or "").split()
+        return any(f"{tag}.{c}" in self.tags for c in classes)
 
     def handle_starttag(self, tag, attrs):
         tag = tag.split(":")[-1]
-        if tag in self.tags:
-            if self.depth == 0:
-                self.buf, self.code = [], False
-            self.depth += 1
-        elif self.depth and tag in self.CODE:
-            self.code = True
-        elif self.depth and tag == "br":
+        if self.open_tag is None:
+            if self._matches(tag, attrs):
+                self.open_tag, self.inner, self.buf = tag, 0, []
+            return
+        if tag == self.open_tag:
+            self.inner += 1
+        elif tag in self.CODE:
+            self.buf.append("§")
+        elif tag == "br":
             self.buf.append(" ")
 
     def handle_endtag(self, tag):
         tag = tag.split(":")[-1]
-        if tag in self.tags and self.depth:
-            self.depth -= 1
-            if self.depth == 0 and not self.code:
-                self.out.append(_join("".join(self.buf).splitlines()))
+        if tag != self.open_tag:
+            return
+        if self.inner:
+            self.inner -= 1
+            return
+        self.out.append(_join("".join(self.buf).splitlines()))
+        self.open_tag = None
 
     def handle_data(self, data):
-        if self.depth:
+        if self.open_tag:
             self.buf.append(data)
 
 
 def markup(text, tags=("p",)):
-    """HTML or XML (LibreOffice help pages, Mallard .page files): the text of <p>."""
+    """HTML or XML (help pages, Mallard .page files, DocBook HTML): the text of the
+    paragraph elements."""
     parser = _Paragraphs(set(tags))
     parser.feed(text)
     parser.close()
@@ -190,3 +206,28 @@ def ding(text, side):
                 if re.match(r"^[A-ZÄÖÜ][^{}\[\]]*[.!?]$", item) and len(item.split()) >= 3:
                     yield item
 
+
+
+def sword(files):
+    """SWORD zText Bible modules (CompressType=ZIP, BlockType=BOOK): files is
+    {name: bytes} holding ot/nt .bzs (block index: offset, size, unpacked size), .bzz
+    (zlib blocks) and .bzv (verse index: block, offset, size); yields each verse's text
+    with its OSIS markup removed."""
+    for testament in ("ot", "nt"):
+        names = {ext: next((n for n in files if n.endswith(f"/{testament}.{ext}")), None) for ext in ("bzs", "bzz", "bzv")}
+        if None in names.values():
+            continue
+        bzs, bzz, bzv = (files[names[e]] for e in ("bzs", "bzz", "bzv"))
+        blocks = {}
+        for i in range(len(bzv) // 10):
+            block, start, size = struct.unpack_from("<IIH", bzv, i * 10)
+            if size == 0 or block * 12 + 12 > len(bzs):
+                continue
+            if block not in blocks:
+                offset, packed, _ = struct.unpack_from("<III", bzs, block * 12)
+                blocks[block] = zlib.decompress(bzz[offset: offset + packed])
+            text = blocks[block][start: start + size].decode("utf-8", errors="replace")
+            text = re.sub(r"<note\b.*?</note>", " ", text, flags=re.S)
+            text = html.unescape(re.sub(r"<[^>]*>", " ", text))
+            if text.strip():
+                yield _join([text])

@@ -41,6 +41,7 @@ class CharacterRules(unittest.TestCase):
         self.assertEqual(clean.normalize_chars("Tengo dos perros – y un gato."), "Tengo dos perros, y un gato.")
         self.assertEqual(clean.normalize_chars("An e-mail arrived."), "An e-mail arrived.")
         self.assertEqual(clean.normalize_chars("- Who is there?"), "Who is there?")
+        self.assertEqual(clean.normalize_chars("Copy A (read-only) to B (hidden)."), "Copy A to B.")
 
 
 class Splitting(unittest.TestCase):
@@ -76,9 +77,10 @@ class SentenceRules(unittest.TestCase):
     def test_r6_drops_what_cannot_be_said(self):
         cases = [("See http://example.org for more.", "url-or-file"), ("Edit /etc/fstab as root.", "forbidden-char"),
                  ("Write to me at a@b.de today.", "url-or-file"), ("Call foo_bar now please.", "forbidden-char"),
-                 ("The result (see above) is wrong.", "forbidden-char"), ("Open the file config.txt now.", "url-or-file"),
+                 ("The result [see above] is wrong.", "forbidden-char"), ("Open the file config.txt now.", "url-or-file"),
                  ("Use getValue to read it.", "camel-case"), ("THIS IS VERY LOUD TEXT.", "shouting"),
                  ("Install the package from Debian today.", None), ("Это не английский язык.", "charset"),
+                 ("LibreOffice is a free office suite.", None),
                  ("He uses ext4 on his disk.", "number-format"), ("Version 2.6.32 is old now.", "number-format"),
                  ("It costs 3.50 in the shop.", "number-format"), ("Meet me at 10:30 tomorrow.", "number-format"),
                  ("The ca. two hundred people came.", "abbreviation")]
@@ -144,10 +146,14 @@ class Extractors(unittest.TestCase):
         self.assertEqual(list(extract.groff(text)),
                          ["x - does things", "x reads the file. It is fast.", "Prints more.", "The end."])
 
-    def test_markup_skips_code_paragraphs(self):
-        text = ('<html><p class="x">Choose <b>File</b>\n - Open.</p><p>Type <code>ls</code>.</p>'
+    def test_markup_marks_code(self):
+        text = ('<html><p class="x">Choose <b>File</b>\n - Open.</p><p>Type <code>ls</code> now. It lists files.</p>'
                 '<page><p>Klicken Sie &amp; warten Sie.</p></page></html>')
-        self.assertEqual(list(extract.markup(text)), ["Choose File - Open.", "Klicken Sie & warten Sie."])
+        paragraphs = list(extract.markup(text))
+        self.assertEqual(paragraphs, ["Choose File - Open.", "Type §ls now. It lists files.", "Klicken Sie & warten Sie."])
+        self.assertEqual(clean.sentences(paragraphs[1], "en"), ["It lists files."])
+        book = '<div class="section"><div class="para">One <div class="x">two</div> three.</div><p>No.</p></div>'
+        self.assertEqual(list(extract.markup(book, tags=("div.para",))), ["One two three."])
 
     def test_plain_drops_tables_and_headings(self):
         text = "1.2. Heading\n\n    This is a\n    paragraph.\n\n    +---+\n    |a|b|\n\nTable 1.8. List\n"
