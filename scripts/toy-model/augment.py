@@ -12,6 +12,7 @@ so utterance and word boundaries stay valid. `draw_effects` picks a chain for a 
 """
 import ctypes
 import ctypes.util
+import os
 
 import numpy as np
 
@@ -93,15 +94,24 @@ def align(reference, degraded, max_lag=4000):
 
 
 class _Libs:
+    """Codec libraries: first from the folders of ESPEAK_LD_PATH (the carried Debian 12
+    libraries; by full path, so the main process finds them too, whose library path
+    stays the machine's own), then the system's."""
     cache = {}
 
     @classmethod
     def get(cls, name):
         if name not in cls.cache:
-            try:
-                cls.cache[name] = ctypes.CDLL(ctypes.util.find_library(name) or f"lib{name}.so.0")
-            except OSError:
-                cls.cache[name] = None
+            folders = [d for d in os.environ.get("ESPEAK_LD_PATH", "").split(":") if d]
+            candidates = [os.path.join(d, f"lib{name}.so.0") for d in folders]
+            candidates += [ctypes.util.find_library(name) or f"lib{name}.so.0"]
+            cls.cache[name] = None
+            for path in candidates:
+                try:
+                    cls.cache[name] = ctypes.CDLL(path)
+                    break
+                except OSError:
+                    continue
         return cls.cache[name]
 
 

@@ -18,6 +18,7 @@
 # eval-details.json, toy-eval.tar with --eval full).
 set -u
 out=${OUT:-/tmp/hark-toy-out}
+py=${PYTHON:-python3}  # the GPU machine's python3 has torch; a dry run here: PYTHON=/usr/bin/python3
 resume=""
 args=()
 while [ $# -gt 0 ]; do
@@ -40,10 +41,10 @@ export ESPEAK_LIB=$lib/libespeak-ng.so.1 ESPEAK_DATA=$lib ESPEAK_BIN=$prefix/usr
 export PYTHONUNBUFFERED=1 PYTHONHASHSEED=0
 if [ -n "$resume" ]; then
   rm -rf /tmp/hark-state
-  python3 scripts/toy-model/runstate.py unpack "$resume" /tmp/hark-state > "$out/resumed-state.json" || exit 1
+  "$py" scripts/toy-model/runstate.py unpack "$resume" /tmp/hark-state > "$out/resumed-state.json" || exit 1
   args+=(--resume /tmp/hark-state)
 fi
-python3 scripts/toy-model/train.py --out "$out/work" "${args[@]}" 2>&1 | tee "$out/train-log.txt"
+"$py" scripts/toy-model/train.py --out "$out/work" "${args[@]}" 2>&1 | tee "$out/train-log.txt"
 rc=${PIPESTATUS[0]}
 case " ${args[*]} " in *" --dry-run "*) ls -l "$out/work/dry-run"; exit "$rc" ;; esac  # keep its files
 mv "$out"/work/state.tar.part-* "$out"/work/state.tar.sha256 "$out"/ 2>/dev/null

@@ -79,9 +79,8 @@ class Positions(unittest.TestCase):
 
 class Planning(unittest.TestCase):
     def setUp(self):
-        try:
-            import numpy  # noqa: F401
-        except ImportError:
+        import importlib.util
+        if importlib.util.find_spec("numpy") is None:
             self.skipTest("numpy missing (use Debian's /usr/bin/python3)")
 
     def test_held_out_voices_never_in_training_plans(self):

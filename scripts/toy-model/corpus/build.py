@@ -33,6 +33,7 @@ import extract  # noqa: E402
 from sources import APT_INDEXES, SOURCES  # noqa: E402
 
 SEED = "hark-toy-corpus-1"
+BINARY_EXTRACTORS = {"sword", "gettext_catalog"}  # get bytes, not text
 
 
 def source_texts(source, debs, indexes):
@@ -47,13 +48,16 @@ def source_texts(source, debs, indexes):
                 version = f.read().strip()
         with lzma.open(path, "rt", encoding="utf-8", errors="replace") as f:
             return [(os.path.basename(path), f.read())], version
-    deb = debfile.find_deb(debs, source.package)
-    files = list(debfile.read_files(deb, source.patterns))
-    if source.extractor != "sword":  # the one extractor that reads binary files
+    files, versions = [], []
+    for package in (source.package,) if isinstance(source.package, str) else source.package:
+        deb = debfile.find_deb(debs, package)
+        files += list(debfile.read_files(deb, source.patterns))
+        versions.append(debfile.version_of(deb))
+    if source.extractor not in BINARY_EXTRACTORS:
         files = [(name, blob.decode("utf-8", errors="replace")) for name, blob in files]
     if not files:
-        raise ValueError(f"[corpus] {source.name}: no file of {deb} matches {source.patterns}")
-    return sorted(files), debfile.version_of(deb)
+        raise ValueError(f"[corpus] {source.name}: no file of {source.package} matches {source.patterns}")
+    return sorted(files), versions[0] if len(set(versions)) == 1 else " ".join(versions)
 
 
 def paragraphs(source, files):
@@ -62,8 +66,8 @@ def paragraphs(source, files):
     if source.extractor == "sword":
         yield from fn(dict(files), **source.args)
         return
-    for _, text in files:
-        yield from fn(text, **source.args)
+    for _, content in files:
+        yield from fn(content, **source.args)
 
 
 def collect(source, debs, indexes):

@@ -231,3 +231,25 @@ def sword(files):
             text = html.unescape(re.sub(r"<[^>]*>", " ", text))
             if text.strip():
                 yield _join([text])
+
+
+def gettext_catalog(blob, side):
+    """Compiled gettext catalogs (.mo): side "msgstr" yields the translations, "msgid" the
+    original (English) strings; plural forms give their first form. The header entry
+    (empty msgid) is skipped."""
+    if len(blob) < 28:
+        return
+    magic = struct.unpack_from("<I", blob)[0]
+    order = "<" if magic == 0x950412DE else ">" if magic == 0xDE120495 else None
+    if order is None:
+        raise ValueError("[corpus] not a gettext .mo file (bad magic number)")
+    _, count, originals, translations = struct.unpack_from(order + "4I", blob, 4)
+    for i in range(count):
+        id_len, id_off = struct.unpack_from(order + "2I", blob, originals + 8 * i)
+        str_len, str_off = struct.unpack_from(order + "2I", blob, translations + 8 * i)
+        if id_len == 0:
+            continue
+        raw = blob[id_off: id_off + id_len] if side == "msgid" else blob[str_off: str_off + str_len]
+        text = raw.split(b"\0")[0].decode("utf-8", errors="replace")
+        if text.strip():
+            yield _join(text.splitlines())

@@ -3,7 +3,8 @@ fetch.sh) and apt's translated package descriptions. Each source is either train
 or held-out evaluation text, never both, and no package gives text to both sides: the
 held-out sentences come from a source the model never reads (test_clean checks this).
 
-Fields: name, language, role ("train" or "eval"), Debian package (or apt index),
+Fields: name, language, role ("train" or "eval"), Debian package (or apt index, or a
+tuple of packages read together),
 file patterns inside the package, extractor (extract.py) and its arguments, training
 weight (share cap relative to the others, see build.py), licence of the text.
 """
@@ -104,10 +105,26 @@ SOURCES = [
            None, "CC-BY-SA-3.0 (GNOME Help)"),
 ]
 
+WESNOTH = tuple(["wesnoth-1.16-data"] + [f"wesnoth-1.16-{c}" for c in
+                                         "did dm dw ei httt l low nr sof sota sotbe thot trow tsg ttb utbs".split()])
+_WESNOTH_LICENSE = "GPL-2+ (The Battle for Wesnoth: unit descriptions, help and campaign dialogue)"
+SOURCES += [Source(f"wesnoth-{lang}", lang, "train", WESNOTH,
+                   [f"usr/share/games/wesnoth/1.16/locale/{'de' if lang == 'en' else lang}/LC_MESSAGES/*.mo"],
+                   "gettext_catalog", {"side": "msgid" if lang == "en" else "msgstr"}, None, _WESNOTH_LICENSE)
+            for lang in ("en", "de", "fr", "es")]
+SOURCES += [Source(f"freeciv-{lang}", lang, "train", "freeciv-data",
+                   [f"usr/share/locale/{'de' if lang == 'en' else lang}/LC_MESSAGES/freeciv-*.mo"],
+                   "gettext_catalog", {"side": "msgid" if lang == "en" else "msgstr"}, None,
+                   "GPL-2+ (Freeciv: help texts and nation legends)")
+            for lang in ("en", "de", "fr", "es")]
+
 # apt indexes (not .debs): fetch.sh stores them decompressed and xz-compressed under these names.
 APT_INDEXES = {f"Translation-{lang}": f"Translation-{lang}.xz" for lang in ("en", "de", "fr", "es")}
 
 
 def packages():
     """Debian packages to download (apt indexes excluded)."""
-    return sorted({s.package for s in SOURCES if s.package not in APT_INDEXES})
+    names = set()
+    for s in SOURCES:
+        names.update((s.package,) if isinstance(s.package, str) else s.package)
+    return sorted(names - set(APT_INDEXES))
