@@ -33,14 +33,16 @@ class HeldOut:
 
 
 def _word_refs(held, placements):
-    """Reference words with absolute times, or None when a clip has no word timings."""
+    """Reference words with absolute times ("exact": from an espeak event, not
+    interpolated), or None when a clip has no word timings."""
     out = []
     for clip, start in placements:
         timings = held.words[clip]
         words = held.table.text[clip].split()
         if timings is None or len(timings) != len(words):
             return None
-        out += [{"word": w, "start": round(start + a, 3), "end": round(start + b, 3)} for w, (a, b) in zip(words, timings)]
+        out += [{"word": w, "start": round(start + t[0], 3), "end": round(start + t[1], 3), "exact": bool(t[2])}
+                for w, t in zip(words, timings)]
     return out
 
 

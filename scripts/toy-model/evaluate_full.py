@@ -127,13 +127,13 @@ def longform_wer(model, held, device, tok, log, deadline):
 
 def dtw_path(cost):
     """Monotonic alignment of rows (tokens) to columns (frames) minimising the summed
-    cost; returns (rows, cols) of the path. Plain Python lists: ~0.1 s for 60 x 1500."""
+    cost, free to start and end at any frame (speech need not fill the window); returns
+    (rows, cols) of the path. Plain Python lists: ~0.1 s for 60 x 1500."""
     n, m = cost.shape
     c = cost.tolist()
     inf = float("inf")
-    acc = [[inf] * (m + 1) for _ in range(n + 1)]
+    acc = [[0.0] * (m + 1)] + [[inf] * (m + 1) for _ in range(n)]
     step = [[0] * (m + 1) for _ in range(n + 1)]
-    acc[0][0] = 0.0
     for i in range(1, n + 1):
         above, row, ci, srow = acc[i - 1], acc[i], c[i - 1], step[i]
         for j in range(1, m + 1):
@@ -144,7 +144,7 @@ def dtw_path(cost):
                 row[j], srow[j] = ci[j - 1] + u, 1
             else:
                 row[j], srow[j] = ci[j - 1] + l, 2
-    i, j, rows, cols = n, m, [], []
+    i, j, rows, cols = n, min(range(1, m + 1), key=lambda k: acc[n][k]), [], []
     while i > 0 and j > 0:
         rows.append(i - 1)
         cols.append(j - 1)
@@ -203,15 +203,16 @@ def word_timing_error(export_dir, items, device, tok, log, deadline, limit=60):
         if not text_ids:
             continue
         hyp = word_times(model, feat, len(it["pcm"]), text_ids, it["lang"], heads, tok)
-        ref = it["words"]
         norm = lambda w: " ".join(W.normalize(w))  # noqa: E731
+        ref = [r for r in it["words"] if norm(r["word"])]  # punctuation standing alone is no word
         matcher = difflib.SequenceMatcher(a=[norm(r["word"]) for r in ref], b=[norm(h[0]) for h in hyp],
                                           autojunk=False)
         for block in matcher.get_matching_blocks():
             for k in range(block.size):
                 r, h = ref[block.a + k], hyp[block.b + k]
-                starts.append(abs(h[1] - r["start"]))
-                ends.append(abs(h[2] - r["end"]))
+                if r.get("exact", True):  # interpolated boundaries are no reference
+                    starts.append(abs(h[1] - r["start"]))
+                    ends.append(abs(h[2] - r["end"]))
     if not starts:
         return None
     result = {"matched_words": len(starts), "windows": len(speech), "heads": heads,

@@ -7,11 +7,16 @@
 #   on the development machine, once:
 #     bash scripts/toy-model/fetch-debs.sh              # espeak-ng .debs -> .device-carry/debs
 #     bash scripts/toy-model/corpus/fetch.sh            # text packages -> .device-carry/corpus-*
-#     python3 scripts/toy-model/corpus/build.py         # -> .device-carry/corpus
+#     /usr/bin/python3 scripts/toy-model/corpus/build.py   # -> .device-carry/corpus-full
+#   before every run, here: the next sentences from the state's data position
+#     /usr/bin/python3 scripts/toy-model/runstate.py slice .device-carry/corpus-full \
+#         .device-carry/state .device-carry/corpus 50000      # "new" instead of the state at first
+#     bash scripts/toy-model/slim-for-training.sh on      # (off again after the call)
 #   on the GPU machine (carry .device-carry/debs, .device-carry/corpus and, to resume,
 #   .device-carry/state holding the previous run's state.tar.part-* and state.tar.sha256):
 #     bash scripts/toy-model/remake.sh [--resume .device-carry/state] [--budget-s 480] \
-#          [--eval quick|full|none] [--out DIR] [other train.py options]
+#          [--eval quick|full|none] [--cooldown] [--out DIR] [other train.py options]
+#   a dry run here (no torch): PYTHON=/usr/bin/python3 bash scripts/toy-model/remake.sh --dry-run
 #
 # OUT (default $OUT) receives at most 7 files: state.tar.part-00.. (model, Adam moments,
 # data position), state.tar.sha256, results.json, report.tar (train-log.txt,

@@ -8,11 +8,13 @@ state.json holds: the model shape, the global step and windows seen, the data po
 the corpus checksums it was trained on, and one entry per run (seconds, steps, loss).
 
   python3 scripts/toy-model/runstate.py unpack PARTS_DIR DEST   # join + verify + extract
-  python3 scripts/toy-model/runstate.py show PARTS_DIR           # print state.json
+  python3 scripts/toy-model/runstate.py show PARTS_DIR           # print the data position
+  python3 scripts/toy-model/runstate.py slice FULL_CORPUS PARTS_DIR|new OUT_DIR COUNT
+      # the next COUNT training lines per language from the state's position: the full
+      # corpus (15+ MB) does not fit beside the state in the 64 MiB the device tool carries
 """
 import glob
 import hashlib
-import io
 import json
 import lzma
 import os
@@ -111,28 +113,83 @@ def new_state(shape, corpus_info, seed):
 
 
 def corpus_info(corpus_dir, langs):
-    """{lang: {"lines": n, "sha256": of the decompressed training file}}."""
+    """{lang: {"lines": n, "sha256": of the decompressed full training file}}, from the
+    full file or from a slice's header."""
     info = {}
     for lang in langs:
-        data = _read_train(corpus_dir, lang)
-        info[lang] = {"lines": data.count(b"\n"), "sha256": hashlib.sha256(data).hexdigest()}
+        full = os.path.join(corpus_dir, f"train-{lang}.txt.xz")
+        if os.path.exists(full):
+            data = _read_xz(full)
+            info[lang] = {"lines": data.count(b"\n"), "sha256": hashlib.sha256(data).hexdigest()}
+        else:
+            header, _ = _read_slice_file(corpus_dir, lang)
+            info[lang] = {"lines": header["lines"], "sha256": header["sha256"]}
     return info
 
 
-def _read_train(corpus_dir, lang):
-    path = os.path.join(corpus_dir, f"train-{lang}.txt.xz")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"[state] {path} missing; build it with scripts/toy-model/corpus/build.py")
+def _read_xz(path):
     with lzma.open(path, "rb") as f:
         return f.read()
 
 
+def _slice_path(corpus_dir, lang):
+    return os.path.join(corpus_dir, f"train-{lang}.slice.txt.xz")
+
+
+def _read_slice_file(corpus_dir, lang):
+    path = _slice_path(corpus_dir, lang)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"[state] neither train-{lang}.txt.xz nor its slice in {corpus_dir}; build the "
+                                "corpus with scripts/toy-model/corpus/build.py and cut a slice with runstate.py slice")
+    lines = _read_xz(path).decode("utf-8").splitlines()
+    return json.loads(lines[0]), lines[1:]
+
+
 def read_slice(corpus_dir, lang, start, count):
-    """[(line number, sentence)] of `count` lines from `start`, wrapping at the end."""
-    lines = _read_train(corpus_dir, lang).decode("utf-8").splitlines()
-    if not lines:
-        raise ValueError(f"[state] corpus train-{lang} is empty")
-    return [((start + i) % len(lines), lines[(start + i) % len(lines)]) for i in range(min(count, len(lines)))]
+    """[(line number, sentence)] of `count` lines from `start`, wrapping at the end; from
+    the full file, or from a slice cut at `start` (runstate.py slice)."""
+    full = os.path.join(corpus_dir, f"train-{lang}.txt.xz")
+    if os.path.exists(full):
+        lines = _read_xz(full).decode("utf-8").splitlines()
+        if not lines:
+            raise ValueError(f"[state] corpus train-{lang} is empty")
+        return [((start + i) % len(lines), lines[(start + i) % len(lines)]) for i in range(min(count, len(lines)))]
+    header, lines = _read_slice_file(corpus_dir, lang)
+    if header["start"] != start:
+        raise ValueError(f"[state] the {lang} slice starts at line {header['start']} but the state is at {start}; "
+                         "cut a new slice from the state you resume (runstate.py slice)")
+    return [((start + i) % header["lines"], text) for i, text in enumerate(lines[:count])]
+
+
+def cut_slices(corpus_dir, positions, count, out_dir):
+    """Writes the next `count` training lines per language from `positions` into
+    out_dir/train-LL.slice.txt.xz (first line: JSON header with the start, the full
+    file's line count and sha256), plus the held-out files and stats.json."""
+    os.makedirs(out_dir, exist_ok=True)
+    for lang, start in sorted(positions.items()):
+        data = _read_xz(os.path.join(corpus_dir, f"train-{lang}.txt.xz"))
+        lines = data.decode("utf-8").splitlines()
+        header = {"start": start, "lines": len(lines), "sha256": hashlib.sha256(data).hexdigest()}
+        body = [lines[(start + i) % len(lines)] for i in range(min(count, len(lines)))]
+        with lzma.open(_slice_path(out_dir, lang), "wb", preset=9) as f:
+            f.write(("\n".join([json.dumps(header)] + body) + "\n").encode("utf-8"))
+    for name in os.listdir(corpus_dir):
+        if name.startswith("eval-") or name == "stats.json":
+            with open(os.path.join(corpus_dir, name), "rb") as f, open(os.path.join(out_dir, name), "wb") as g:
+                g.write(f.read())
+
+
+def positions_of(parts_dir, langs):
+    """The data position saved in a state's parts (all zero when parts_dir is 'new')."""
+    if parts_dir == "new":
+        return {lang: 0 for lang in langs}
+    tmp = os.path.join("/tmp", f"hark-state-{os.getpid()}.tar")
+    join_parts(parts_dir, STATE_NAME, tmp)
+    try:
+        with tarfile.open(tmp) as tar:
+            return json.loads(tar.extractfile("state.json").read())["position"]
+    finally:
+        os.remove(tmp)
 
 
 def advance(state, used_lines):
@@ -167,12 +224,13 @@ def main(argv):
         print(json.dumps(unpack_state(argv[2], argv[3]), indent=1))
         return 0
     if len(argv) == 3 and argv[1] == "show":
-        tmp = io.BytesIO()
-        join_parts(argv[2], STATE_NAME, "/tmp/hark-state-show.tar")
-        with tarfile.open("/tmp/hark-state-show.tar") as tar:
-            tmp.write(tar.extractfile("state.json").read())
-        os.remove("/tmp/hark-state-show.tar")
-        print(tmp.getvalue().decode("utf-8"))
+        print(json.dumps({"position": positions_of(argv[2], [])}, indent=1))
+        return 0
+    if len(argv) == 6 and argv[1] == "slice":
+        langs = ("en", "de", "fr", "es")
+        positions = positions_of(argv[3], langs)
+        cut_slices(argv[2], positions, int(argv[5]), argv[4])
+        print(f"slices from {positions} -> {argv[4]}")
         return 0
     print(__doc__)
     return 2

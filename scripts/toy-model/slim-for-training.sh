@@ -13,7 +13,7 @@ carried=(.device-carry/debs .device-carry/corpus .device-carry/state)
 size() {
   local tracked extra
   tracked=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-  extra=$(du -cb "${carried[@]}" 2>/dev/null | tail -1 | cut -f1)
+  extra=$({ du -cb "${carried[@]}" 2>/dev/null || true; } | tail -1 | cut -f1)
   echo "tracked $((tracked / 1024)) KiB + carried $((extra / 1024)) KiB = $(((tracked + extra) / 1048576)) MiB (limit 64)"
 }
 case "${1:-}" in

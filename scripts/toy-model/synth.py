@@ -163,10 +163,12 @@ def trim_and_resample(samples):
 
 
 def word_times(text, events, first, audio):
-    """[start, end] seconds (in the trimmed 16 kHz clip) of each whitespace-separated word
-    of `text`, from espeak word events (1-based character position, length, ms). A word's
-    end is its last audible sample before the next word starts. None when a word got no
-    event (then the clip has no word timings)."""
+    """[start, end, exact] (seconds in the trimmed 16 kHz clip) of each whitespace-separated
+    word of `text`, from espeak word events (1-based character position, length, ms). A
+    word's end is its last audible sample before the next word starts. espeak-ng gives no
+    event to some words (it joins "the" to its neighbour, punctuation standing alone):
+    those get a start interpolated by characters between their neighbours and exact = 0,
+    and the evaluation leaves them out. None without events (the program fallback)."""
     if not events:
         return None
     spans, pos = [], 0
@@ -182,9 +184,11 @@ def word_times(text, events, first, audio):
                 t = ms / 1000.0 - first / ESPEAK_RATE
                 starts[i] = t if starts[i] is None else min(starts[i], t)
                 break
-    if any(s is None for s in starts):
-        return None
     duration = len(audio) / TARGET_RATE
+    exact = [s is not None for s in starts]
+    if not any(exact):
+        return None
+    _interpolate(starts, spans, duration)
     loud = np.abs(audio) > 0.02 * max(1e-9, float(np.abs(audio).max()))
     out = []
     for i, s in enumerate(starts):
@@ -193,8 +197,32 @@ def word_times(text, events, first, audio):
         a, b = int(s * TARGET_RATE), int(max(s, min(nxt, duration)) * TARGET_RATE)
         audible = np.nonzero(loud[a:b])[0]
         end = (a + audible[-1] + 1) / TARGET_RATE if len(audible) else b / TARGET_RATE
-        out.append([round(s, 3), round(max(s, end), 3)])
+        out.append([round(s, 3), round(max(s, end), 3), int(exact[i])])
     return out
+
+
+def _interpolate(starts, spans, duration):
+    """Fills missing starts: a run of words without events shares the time between the
+    last word that has one and the next, in proportion to characters."""
+    i = 0
+    while i < len(starts):
+        if starts[i] is not None:
+            i += 1
+            continue
+        j = i
+        while j < len(starts) and starts[j] is None:
+            j += 1
+        lo = i - 1 if i > 0 else None
+        t0 = starts[lo] if lo is not None else 0.0
+        t1 = starts[j] if j < len(starts) else duration
+        group = range(lo if lo is not None else i, j)
+        chars = [spans[k][1] - spans[k][0] for k in group]
+        total, acc = max(1, sum(chars)), 0
+        for k, n in zip(group, chars):
+            if starts[k] is None:
+                starts[k] = t0 + (t1 - t0) * acc / total
+            acc += n
+        i = j
 
 
 def synth_one(voice, wpm, pitch, prange, text, effects=(), seed=0):

@@ -66,6 +66,20 @@ class Positions(unittest.TestCase):
             runstate.advance(state, {"en": [1, 2, 3]})
             self.assertEqual((state["position"]["en"], state["wraps"]["en"]), (4, 1))
 
+    def test_slices_stand_in_for_the_full_corpus(self):
+        with tempfile.TemporaryDirectory() as d:
+            full, cut = os.path.join(d, "full"), os.path.join(d, "cut")
+            os.makedirs(full)
+            _corpus(full, "en", [f"Sentence {i}." for i in range(10)])
+            with open(os.path.join(full, "eval-en.txt"), "w") as f:
+                f.write("Held out.\n")
+            runstate.cut_slices(full, {"en": 8}, 4, cut)
+            self.assertEqual(runstate.corpus_info(cut, ["en"]), runstate.corpus_info(full, ["en"]))
+            self.assertEqual(runstate.read_slice(cut, "en", 8, 3), runstate.read_slice(full, "en", 8, 3))
+            self.assertTrue(os.path.exists(os.path.join(cut, "eval-en.txt")))
+            with self.assertRaisesRegex(ValueError, "slice starts at line 8"):
+                runstate.read_slice(cut, "en", 0, 3)
+
     def test_changed_corpus_is_refused(self):
         with tempfile.TemporaryDirectory() as d:
             _corpus(d, "de", ["Eins.", "Zwei."])
@@ -103,8 +117,12 @@ class Planning(unittest.TestCase):
         audio[8000:15000] = 0.5
         # events: (1-based character, length, ms) at 22 050 Hz before trimming 441 samples
         words = synth.word_times("Hi there", [(1, 2, 20 + 62), (4, 5, 20 + 500)], 441, audio)
-        self.assertEqual(words, [[0.062, 0.312], [0.5, 0.938]])
-        self.assertIsNone(synth.word_times("Hi there", [(1, 2, 0)], 0, audio))
+        self.assertEqual(words, [[0.062, 0.312, 1], [0.5, 0.938, 1]])
+        self.assertIsNone(synth.word_times("Hi there", [], 0, audio))
+        # "on" has no event (espeak joined it): its start is interpolated by characters
+        words = synth.word_times("Hi on there", [(1, 2, 0), (7, 5, 600)], 0, audio)
+        self.assertEqual([w[2] for w in words], [1, 0, 1])
+        self.assertAlmostEqual(words[1][0], 0.3, places=3)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for the state parts, results and eval subset")
     ap.add_argument("--resume", default=None, help="folder of an unpacked state (state.json, model, moments)")
-    ap.add_argument("--corpus", default=os.path.join(REPO, ".device-carry", "corpus"))
+    ap.add_argument("--corpus", default=os.path.join(REPO, ".device-carry", "corpus"),
+                    help="full corpus (corpus/build.py) or slices cut from the state (runstate.py slice)")
     ap.add_argument("--budget-s", type=float, default=480.0, help="wall-clock budget of the whole script")
     ap.add_argument("--eval", choices=("quick", "full", "none"), default="quick")
     ap.add_argument("--eval-reserve-s", type=float, default=None, help="time kept for saving and evaluation")

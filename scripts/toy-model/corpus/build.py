@@ -1,14 +1,15 @@
 """Builds the open-vocabulary text corpus of the toy speech model from Debian packages.
 
-  python3 scripts/toy-model/corpus/build.py --debs .device-carry/corpus-debs \\
-      --indexes .device-carry/corpus-indexes --out .device-carry/corpus [--sample DIR]
+  python3 scripts/toy-model/corpus/build.py [--debs .device-carry/corpus-debs]
+      [--indexes .device-carry/corpus-indexes] [--out .device-carry/corpus-full] [--sample DIR]
 
 Standard library only (runs on the development machine or on the GPU machine). Output:
   train-LL.txt.xz   training sentences of language LL, one a line, in training order
                     (sources interleaved by a seeded shuffle; train.py reads them in
                     order from a saved position, so a resumed run sees new sentences)
   eval-LL.txt       held-out sentences (sources listed in sources.py with role "eval"),
-                    shuffled; never in any training file, not even from another source
+                    shuffled, at most 5000; never in any training file, not even from
+                    another source
   stats.json        per source: package version, paragraphs, sentences kept, reasons for
                     drops; per language: counts and sha256 of the training file
   --sample DIR      also writes the first 40 training and 40 held-out sentences per
@@ -34,6 +35,7 @@ from sources import APT_INDEXES, SOURCES  # noqa: E402
 
 SEED = "hark-toy-corpus-1"
 BINARY_EXTRACTORS = {"sword", "gettext_catalog"}  # get bytes, not text
+MAX_EVAL = 5000  # held-out sentences kept per language (an evaluation uses a few hundred)
 
 
 def source_texts(source, debs, indexes):
@@ -137,6 +139,7 @@ def build(debs, indexes, out_dir, only_langs=None):
         order = interleave(train, f"{SEED}-{lang}")
         eval_list = list(held_out.values())
         random.Random(f"{SEED}-{lang}-eval").shuffle(eval_list)
+        eval_list = eval_list[:MAX_EVAL]
         path = os.path.join(out_dir, f"train-{lang}.txt.xz")
         data = ("\n".join(order) + "\n").encode("utf-8")
         with lzma.open(path, "wb", preset=6) as f:
@@ -175,7 +178,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--debs", default=".device-carry/corpus-debs")
     ap.add_argument("--indexes", default=".device-carry/corpus-indexes")
-    ap.add_argument("--out", default=".device-carry/corpus")
+    ap.add_argument("--out", default=".device-carry/corpus-full")
     ap.add_argument("--langs", default=None, help="comma-separated subset, e.g. en,de")
     ap.add_argument("--sample", default=None, help="also write a small sample here")
     args = ap.parse_args(argv)

@@ -2,7 +2,7 @@
 # Downloads (does not install) the Debian 12 packages the toy-model corpus is made from,
 # and apt's translated package descriptions (Translation-en/de/fr/es), into ignored
 # folders of the repository. Run on the development machine (it needs apt), from the
-# repository root; then build the corpus with corpus/build.py (here or on the GPU machine).
+# repository root; then build the corpus with corpus/build.py (standard library only).
 #   .device-carry/corpus-debs/      the .deb files (~52 MB)
 #   .device-carry/corpus-indexes/   Translation-LL.xz (+ .version: the Release date)
 set -euo pipefail
