@@ -121,6 +121,12 @@ bench() {  # name, args...
   run "bench_$name" 600 "$hark" bench --device cuda --runs 10 --json "$OUT/bench_$name.json" "$@"
 }
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
+if [[ $mode == quick ]]; then  # the measurement switches, one at a time (docs/gpu.md)
+  for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all HARK_CUDA_GRAPHS=0; do
+    run "bench_turbo_f16_${variant%%=*}" 600 env "$variant" "$hark" bench --device cuda --runs 10 \
+      --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1 --clip $clip --e2e --e2e-tokens 30
+  done
+fi
 if [[ $mode == full ]]; then
   bench turbo_bf16 --model synthetic:large-v3-turbo --dtype f16 --compute-type bf16 --batches 1,8,32
   bench turbo_f32 --model synthetic:large-v3-turbo --dtype f16 --compute-type f32 --batches 1

@@ -27,7 +27,7 @@ WhisperModel::WhisperModel(std::shared_ptr<const Checkpoint> checkpoint, std::sh
   pool_ = std::make_shared<DecoderBufferPool>(backend_);
 }
 
-WhisperModel::~WhisperModel() = default;
+// ~WhisperModel is in encoder_replay.cc (it forgets the recorded encoder steps).
 
 // Convolutions, GELU and positions of one window: mel [n_mels, ≥ 2·n_ctx] → [n_ctx, d].
 Tensor WhisperModel::encoder_stem(const Tensor& mel, int n_ctx) {
@@ -41,6 +41,12 @@ Tensor WhisperModel::encoder_stem(const Tensor& mel, int n_ctx) {
     for (int64_t t = 0; t < 2LL * n_ctx; ++t) frames.data<float>()[t * hp.n_mels + m] = mel.data<float>()[m * stride + t];
   Tensor input = be.alloc(frames.shape(), be.act_dtype());
   be.copy(frames, input);
+  return encoder_convolutions(input, n_ctx);
+}
+
+// frames [2·n_ctx, n_mels] (time-major, on the device) → [n_ctx, d].
+Tensor WhisperModel::encoder_convolutions(const Tensor& input, int n_ctx) {
+  Backend& be = *backend_;
   Tensor c1 = ops::conv1d_gelu_time_major(be, input, *layers_.conv1.weight, *layers_.conv1.bias, 1, 1);
   Tensor x = ops::conv1d_gelu_time_major(be, c1, *layers_.conv2.weight, *layers_.conv2.bias, 2, 1);
   ops::add(be, x, layers_.encoder_positions->rows(0, n_ctx));
@@ -60,15 +66,20 @@ void WhisperModel::encoder_block(Tensor& x, int batch, int layer) {
 
 Tensor WhisperModel::encode(const Tensor& mel, int audio_ctx) { return encode_batch(std::span(&mel, 1), audio_ctx); }
 
-Tensor WhisperModel::encode_batch(std::span<const Tensor> mels, int audio_ctx) {
+int WhisperModel::checked_audio_ctx(std::span<const Tensor> mels, int audio_ctx) const {
   const HParams& hp = hparams();
-  Backend& be = *backend_;
   if (mels.empty()) throw Error(ErrorCode::InvalidArgument, "[encoder] no windows to encode");
   for (const Tensor& mel : mels)
     if (mel.rank() != 2 || mel.dim(0) != hp.n_mels || mel.dim(1) != 2 * hp.n_audio_ctx || mel.dtype() != DType::F32)
       throw Error(ErrorCode::InvalidArgument, "[encoder] expected an f32 mel of shape [" + std::to_string(hp.n_mels) +
                                                   ", " + std::to_string(2 * hp.n_audio_ctx) + "], got " + mel.describe());
-  const int n_ctx = audio_ctx > 0 && audio_ctx < hp.n_audio_ctx ? audio_ctx : hp.n_audio_ctx;
+  return audio_ctx > 0 && audio_ctx < hp.n_audio_ctx ? audio_ctx : hp.n_audio_ctx;
+}
+
+Tensor WhisperModel::encode_batch(std::span<const Tensor> mels, int audio_ctx) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  const int n_ctx = checked_audio_ctx(mels, audio_ctx);
   const int batch = static_cast<int>(mels.size());
   Tensor x;
   if (batch == 1) {
@@ -84,14 +95,8 @@ Tensor WhisperModel::encode_batch(std::span<const Tensor> mels, int audio_ctx) {
   return norm(be, x, layers_.ln_post);
 }
 
-std::shared_ptr<const AudioContext> WhisperModel::prepare_audio(const Tensor& mel, int audio_ctx) {
-  return prepare_audio_batch(std::span(&mel, 1), audio_ctx).front();
-}
-
-std::vector<std::shared_ptr<const AudioContext>> WhisperModel::prepare_audio_batch(std::span<const Tensor> mels,
-                                                                                   int audio_ctx) {
-  Tensor features = encode_batch(mels, audio_ctx);
-  // The cross-attention K/V of every decoder layer in one product per batch.
+// The cross-attention K/V of every decoder layer in one product per batch.
+Tensor WhisperModel::cross_kv(const Tensor& features) {
   std::vector<const Tensor*> ws, bs;
   for (const DecoderLayer& l : layers_.decoder) {
     ws.push_back(l.cross_attn.key.weight);
@@ -99,7 +104,19 @@ std::vector<std::shared_ptr<const AudioContext>> WhisperModel::prepare_audio_bat
     ws.push_back(l.cross_attn.value.weight);
     bs.push_back(l.cross_attn.value.bias);
   }
-  Tensor kv = ops::linear_packed(*backend_, features, ws, bs);
+  return ops::linear_packed(*backend_, features, ws, bs);
+}
+
+std::shared_ptr<const AudioContext> WhisperModel::prepare_audio(const Tensor& mel, int audio_ctx) {
+  return prepare_audio_batch(std::span(&mel, 1), audio_ctx).front();
+}
+
+std::vector<std::shared_ptr<const AudioContext>> WhisperModel::prepare_audio_batch(std::span<const Tensor> mels,
+                                                                                   int audio_ctx) {
+  if (mels.size() == 1 && backend_->records_replays())
+    return {prepare_audio_replayed(mels[0], checked_audio_ctx(mels, audio_ctx))};
+  Tensor features = encode_batch(mels, audio_ctx);
+  Tensor kv = cross_kv(features);
   const int64_t n = features.dim(0) / static_cast<int64_t>(mels.size());
   std::vector<std::shared_ptr<const AudioContext>> out;
   for (int64_t b = 0; b < static_cast<int64_t>(mels.size()); ++b) {

@@ -3,7 +3,9 @@
 // computed once per audio window and shared by every row that reads it.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -101,6 +103,20 @@ class WhisperModel {
 
  private:
   Tensor encoder_stem(const Tensor& mel, int n_ctx);
+  Tensor encoder_convolutions(const Tensor& frames, int n_ctx);
+  // The n_ctx the windows encode to, after checking their shapes.
+  Tensor cross_kv(const Tensor& features);
+  int checked_audio_ctx(std::span<const Tensor> mels, int audio_ctx) const;
+  // One window through encoder and cross K/V as a step a backend may record and replay
+  // (model/encoder_replay.cc): the latency case, where launch gaps cost most.
+  std::shared_ptr<const AudioContext> prepare_audio_replayed(const Tensor& mel, int n_ctx);
+  // What one recorded encoder step reads and writes, at fixed addresses.
+  struct EncoderReplay {
+    uint64_t key = 0;
+    Tensor mel_host;      // [n_mels, 2·n_ctx] f32, page-locked: the window being encoded
+    Tensor mel;           // its device copy, the step's input
+    Tensor features, kv;  // the step's outputs, copied out for each window
+  };
   void encoder_block(Tensor& x, int batch, int layer);
   // The decoder's forward pass over the state's staged inputs; returns logits on the device.
   Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture);
@@ -111,6 +127,8 @@ class WhisperModel {
   std::shared_ptr<Backend> backend_;
   ModelLayers layers_;
   std::shared_ptr<DecoderBufferPool> pool_;
+  std::mutex encoder_mutex_;
+  std::map<int, std::unique_ptr<EncoderReplay>> encoder_replays_;  // by n_ctx
 };
 
 }  // namespace hark

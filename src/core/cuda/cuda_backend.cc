@@ -46,6 +46,8 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   if (const char* env = std::getenv("HARK_CUDA_GRAPHS"); env && std::string(env) == "0") graphs_enabled_ = false;
   // Measurement switch: few-row products through cuBLASLt instead of gemv.cu.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
+  // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.
+  if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "all") wide_in_lt_ = false;
 }
 
 std::string CudaBackend::name() const {
@@ -144,7 +146,7 @@ bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
   // kernels beat gemv.cu on the MLP's wide products, 7.4 µs against 14.7 (5120 × 1280
   // with the norm fused: 12.4 with a separate norm) and 11.1 against 13.6 (1280 × 5120);
   // gemv.cu wins on the square 1280 × 1280 ones and on the logits.
-  return m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
+  return wide_in_lt_ && m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
 }
 
 void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) {

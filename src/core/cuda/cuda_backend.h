@@ -124,20 +124,28 @@ class CudaBackend final : public Backend {
   int* cross_counters();
 
   bool graphs_enabled_ = true;
+  bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too
   bool lt_for_few_rows_ = false;  // HARK_CUDA_GEMV=lt: cuBLASLt for decoder steps too (measurements)
   std::map<uint64_t, std::unique_ptr<Replay>> replays_;
-  // While a step is measured or recorded, alloc() serves it from this arena.
+  // While a step is measured or recorded, alloc() serves it from this arena: first fit
+  // over the blocks its tensors gave back, so a step needs its peak of live memory, not
+  // the sum of its temporaries (an encoder window allocates ~1 GB in all, ~60 MB at once).
+  // Reuse is safe within a step: its kernels run in stream order, on a recording too.
   struct Arena {
     char* base = nullptr;
-    size_t size = 0, used = 0, peak = 0;
+    size_t size = 0, end = 0, peak = 0;
     bool measuring = false;
+    bool closed = false;  // the step is over: later frees change nothing
+    std::map<size_t, size_t> free_blocks;  // offset → bytes, neighbours merged
+    size_t take(size_t bytes);
+    void give_back(size_t offset, size_t bytes);
   };
-  Arena* arena_ = nullptr;
+  std::shared_ptr<Arena> arena_;
   // Serves allocations normally for its lifetime (weights made during a recorded step).
   struct PauseArena {
-    Arena*& slot;
-    Arena* saved;
-    explicit PauseArena(Arena*& a) : slot(a), saved(a) { slot = nullptr; }
+    std::shared_ptr<Arena>& slot;
+    std::shared_ptr<Arena> saved;
+    explicit PauseArena(std::shared_ptr<Arena>& a) : slot(a), saved(a) { slot.reset(); }
     ~PauseArena() { slot = saved; }
   };
 };

@@ -52,23 +52,59 @@ CudaBackend::~CudaBackend() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
+size_t CudaBackend::Arena::take(size_t bytes) {
+  for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it) {
+    if (it->second < bytes) continue;
+    const size_t offset = it->first, rest = it->second - bytes;
+    free_blocks.erase(it);
+    if (rest > 0) free_blocks.emplace(offset + bytes, rest);
+    return offset;
+  }
+  const size_t offset = end;
+  end += bytes;
+  peak = std::max(peak, end);
+  return offset;
+}
+
+void CudaBackend::Arena::give_back(size_t offset, size_t bytes) {
+  auto it = free_blocks.emplace(offset, bytes).first;
+  if (auto next = std::next(it); next != free_blocks.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free_blocks.erase(next);
+  }
+  if (it != free_blocks.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free_blocks.erase(it);
+      it = prev;
+    }
+  }
+  if (it->first + it->second == end) {  // the top block: the arena shrinks
+    end = it->first;
+    free_blocks.erase(it);
+  }
+}
+
 Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
   const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
-  if (arena_ && !arena_->measuring) {
-    if (arena_->used + aligned(bytes) > arena_->size)
+  std::shared_ptr<Arena> arena = arena_;
+  if (arena && !arena->measuring) {
+    const size_t offset = arena->take(aligned(bytes));
+    if (offset + aligned(bytes) > arena->size)
       throw Error(ErrorCode::Internal, "[cuda] the recorded step allocates more than when it was measured");
-    void* ptr = arena_->base + arena_->used;
-    arena_->used += aligned(bytes);
-    return Tensor::view(ptr, shape, dtype, std::shared_ptr<void>(nullptr, [](void*) {}), Device::Cuda);
+    std::shared_ptr<void> owner(arena->base + offset, [arena, offset, bytes](void*) {
+      if (!arena->closed) arena->give_back(offset, aligned(bytes));
+    });
+    return Tensor::view(arena->base + offset, shape, dtype, std::move(owner), Device::Cuda);
   }
-  if (arena_) {  // measuring: served normally, counted as if nothing were freed
-    arena_->used += aligned(bytes);
-    arena_->peak = std::max(arena_->peak, arena_->used);
-  }
+  // Measuring: served normally, and laid out in the arena as the recording will be.
+  const size_t offset = arena ? arena->take(aligned(bytes)) : 0;
   void* ptr = nullptr;
   check(cudaMallocAsync(&ptr, bytes, stream_), "allocating device memory");
   cudaStream_t stream = stream_;
-  std::shared_ptr<void> owner(ptr, [stream](void* p) {
+  std::shared_ptr<void> owner(ptr, [stream, arena, offset, bytes](void* p) {
+    if (arena && !arena->closed) arena->give_back(offset, aligned(bytes));
     // A free queued while a graph is recorded would become part of the graph (and run at
     // every replay): such a buffer is leaked instead. hark's steps drop none.
     if (capturing(stream)) return;
@@ -175,24 +211,26 @@ void CudaBackend::replay(uint64_t key, const std::function<void()>& step) {
   }
   if (r.failed) return step();
   if (r.calls++ == 0) {  // first call: run it directly, measuring its temporaries
-    Arena measure;
-    measure.measuring = true;
-    arena_ = &measure;
+    auto measure = std::make_shared<Arena>();
+    measure->measuring = true;
+    arena_ = measure;
     try {
       step();
     } catch (...) {
-      arena_ = nullptr;
+      measure->closed = true;
+      arena_.reset();
       throw;
     }
-    arena_ = nullptr;
-    r.arena_bytes = measure.peak + kAlign;
+    measure->closed = true;
+    arena_.reset();
+    r.arena_bytes = measure->peak + kAlign;
     return;
   }
   check(cudaMalloc(&r.arena, r.arena_bytes), "allocating a replay arena");
-  Arena arena;
-  arena.base = static_cast<char*>(r.arena);
-  arena.size = r.arena_bytes;
-  arena_ = &arena;
+  auto arena = std::make_shared<Arena>();
+  arena->base = static_cast<char*>(r.arena);
+  arena->size = r.arena_bytes;
+  arena_ = arena;
   cudaGraph_t graph = nullptr;
   check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   std::string failure;
@@ -201,7 +239,8 @@ void CudaBackend::replay(uint64_t key, const std::function<void()>& step) {
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  arena_ = nullptr;
+  arena->closed = true;
+  arena_.reset();
   cudaError_t status = cudaStreamEndCapture(stream_, &graph);
   if (failure.empty() && status != cudaSuccess) failure = cudaGetErrorString(status);
   if (failure.empty()) {
@@ -215,7 +254,7 @@ void CudaBackend::replay(uint64_t key, const std::function<void()>& step) {
     cudaFree(r.arena);
     r.arena = nullptr;
     r.failed = true;
-    std::fprintf(stderr, "hark: [cuda] could not record a decoder step as a CUDA graph (%s); running it directly\n",
+    std::fprintf(stderr, "hark: [cuda] could not record a step as a CUDA graph (%s); running it directly\n",
                  failure.c_str());
     return step();
   }

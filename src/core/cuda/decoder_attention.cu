@@ -10,9 +10,11 @@
 #include <string>
 #include <type_traits>
 
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 
 namespace hark::cuda {
 namespace {
@@ -75,6 +77,7 @@ template <int HD, class T>
 __global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ qkv, T* cache_k, T* cache_v,
                                                           const int32_t* __restrict__ lengths, int n_new, int64_t ctx,
                                                           int64_t d, T* __restrict__ out) {
+  pdl_enter();
   extern __shared__ float scores[];
   __shared__ float q[HD], partial[kThreads / 32][HD], red[kThreads / 32];
   const int head = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
@@ -151,6 +154,7 @@ __global__ void __launch_bounds__(kThreads) cross_split_kernel(const T* __restri
                                                                int n_queries, int n_new, int64_t d,
                                                                float* __restrict__ partials, int splits,
                                                                int* counters, T* __restrict__ out) {
+  pdl_enter();
   constexpr int kChunk = chunk_keys<T>(), kPad = padded_row<HD, T>(), kGroups = kThreads / HD;
   constexpr int kPartial = partial_size<HD>();
   __shared__ __align__(16) T ks[kChunk * kPad];
@@ -224,6 +228,7 @@ __global__ void __launch_bounds__(kThreads) cross_split_kernel(const T* __restri
 
 template <int HD, class T>
 __global__ void cross_combine_kernel(const float* __restrict__ partials, int splits, int64_t d, T* __restrict__ out) {
+  pdl_enter();
   constexpr int kPartial = partial_size<HD>();
   const int head = blockIdx.x, n_heads = gridDim.x;
   const int64_t qi = blockIdx.y;
@@ -245,6 +250,7 @@ __global__ void __launch_bounds__(256) cross_weights_kernel(const T* __restrict_
                                                             int64_t kv_ld, int64_t k_col, int64_t frames,
                                                             const int32_t* __restrict__ row_window, int n_new,
                                                             int64_t d, float* __restrict__ weights) {
+  pdl_enter();
   extern __shared__ float sc[];
   __shared__ float qf[HD], red[8];
   const int head = blockIdx.x, n_heads = gridDim.x;
@@ -303,7 +309,7 @@ void cached_attention(DType dt, const void* qkv, void* cache_k, void* cache_v, c
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
     dispatch_head_dim(head_dim, [&](auto hd) {
-      cached_kernel<decltype(hd)::value, T><<<grid, kThreads, smem, stream>>>(
+      launch_kernel(cached_kernel<decltype(hd)::value, T>, grid, kThreads, smem, stream, 
           static_cast<const T*>(qkv), static_cast<T*>(cache_k), static_cast<T*>(cache_v), lengths, n_new, n_ctx, d,
           static_cast<T*>(out));
     });
@@ -326,13 +332,13 @@ void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int
       constexpr int HD = decltype(hd)::value;
       const int splits = splits_for<T>(frames);
       dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(splits), static_cast<unsigned>(windows));
-      cross_split_kernel<HD, T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(q), static_cast<const T*>(kv),
+      launch_kernel(cross_split_kernel<HD, T>, grid, kThreads, 0, stream, static_cast<const T*>(q), static_cast<const T*>(kv),
                                                                kv_ld, k_col, v_col, frames, row_window, rows * n_new,
                                                                n_new, d, partials, splits, counters,
                                                                static_cast<T*>(out));
       if (!counters) {
         dim3 combine(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows * n_new));
-        cross_combine_kernel<HD, T><<<combine, HD, 0, stream>>>(partials, splits, d, static_cast<T*>(out));
+        launch_kernel(cross_combine_kernel<HD, T>, combine, HD, 0, stream, partials, splits, d, static_cast<T*>(out));
       }
     });
   });
@@ -348,7 +354,7 @@ void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
     dispatch_head_dim(head_dim, [&](auto hd) {
-      cross_weights_kernel<decltype(hd)::value, T><<<grid, 256, smem, stream>>>(
+      launch_kernel(cross_weights_kernel<decltype(hd)::value, T>, grid, 256, smem, stream, 
           static_cast<const T*>(q), static_cast<const T*>(kv), kv_ld, k_col, frames, row_window, n_new, d, weights);
     });
   });

@@ -1,7 +1,9 @@
 // Element-wise and layout kernels of the CUDA backend, for every activation dtype.
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 
 namespace hark::cuda {
 namespace {
@@ -11,29 +13,34 @@ constexpr int kThreads = 256;
 
 template <class T>
 __global__ void gelu_kernel(T* x, int64_t n) {
+  pdl_enter();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) x[i] = from_float<T>(gelu_erf(to_float(x[i])));
 }
 
 template <class T>
 __global__ void add_kernel(T* x, const T* y, int64_t n, int64_t y_n) {
+  pdl_enter();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) x[i] = from_float<T>(to_float(x[i]) + to_float(y[y_n == n ? i : i % y_n]));
 }
 
 template <class S, class D>
 __global__ void convert_kernel(const S* src, D* dst, int64_t n) {
+  pdl_enter();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) dst[i] = from_float<D>(to_float(src[i]));
 }
 
 __global__ void fill_rows_kernel(float* y, const float* bias, int64_t n, int64_t cols) {
+  pdl_enter();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = bias[i % cols];
 }
 
 template <class T>
 __global__ void transpose_kernel(const T* x, T* y, int64_t rows, int64_t cols) {
+  pdl_enter();
   __shared__ T tile[32][33];
   const int64_t c = blockIdx.x * 32 + threadIdx.x;
   for (int r_off = threadIdx.y; r_off < 32; r_off += blockDim.y) {
@@ -50,6 +57,7 @@ __global__ void transpose_kernel(const T* x, T* y, int64_t rows, int64_t cols) {
 
 __global__ void im2col_kernel(const float* x, float* cols, int64_t cin, int64_t t_in, int64_t k, int64_t t_out,
                               int stride, int padding) {
+  pdl_enter();
   const int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (idx >= cin * k * t_out) return;
   const int64_t t = idx % t_out, row = idx / t_out, kk = row % k, ci = row / k;
@@ -60,6 +68,7 @@ __global__ void im2col_kernel(const float* x, float* cols, int64_t cin, int64_t 
 template <class T>
 __global__ void im2col_tm_kernel(const T* x, T* cols, int64_t cin, int64_t t_in, int64_t k, int64_t t_out, int stride,
                                  int padding) {
+  pdl_enter();
   const int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   const int64_t width = cin * k;
   if (idx >= width * t_out) return;
@@ -71,6 +80,7 @@ __global__ void im2col_tm_kernel(const T* x, T* cols, int64_t cin, int64_t t_in,
 template <class T>
 __global__ void embedding_kernel(const T* table, const T* positions, const int32_t* ids, const int32_t* lengths,
                                  int64_t n, int n_new, int64_t d, T* out) {
+  pdl_enter();
   const int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (idx >= n * d) return;
   const int64_t i = idx / d, j = idx % d;
@@ -81,6 +91,7 @@ __global__ void embedding_kernel(const T* table, const T* positions, const int32
 // One block per (sequence, row); 16-byte words where the row allows.
 __global__ void gather_kernel(const char* src, char* dst, const int32_t* source, const int32_t* lengths,
                               int64_t rows_per_seq, int64_t row_bytes) {
+  pdl_enter();
   const int seq = blockIdx.y;
   const int64_t row = blockIdx.x;
   if (row >= lengths[seq]) return;
@@ -100,7 +111,7 @@ void gelu(DType dt, void* x, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    gelu_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<T*>(x), n);
+    launch_kernel(gelu_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream, static_cast<T*>(x), n);
   });
 }
 
@@ -108,7 +119,7 @@ void add(DType dt, void* x, const void* y, int64_t n, int64_t y_n, cudaStream_t 
   if (n <= 0) return;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<T*>(x), static_cast<const T*>(y), n, y_n);
+    launch_kernel(add_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream, static_cast<T*>(x), static_cast<const T*>(y), n, y_n);
   });
 }
 
@@ -118,14 +129,14 @@ void convert(DType src_dt, const void* src, DType dst_dt, void* dst, int64_t n, 
     dispatch_float(dst_dt, [&](auto d) {
       using S = decltype(s);
       using D = decltype(d);
-      convert_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst),
+      launch_kernel(convert_kernel<S, D>, blocks_for(n, kThreads), kThreads, 0, stream, static_cast<const S*>(src), static_cast<D*>(dst),
                                                                        n);
     });
   });
 }
 
 void fill_rows(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
-  if (rows * cols > 0) fill_rows_kernel<<<blocks_for(rows * cols, kThreads), kThreads, 0, stream>>>(y, bias, rows * cols, cols);
+  if (rows * cols > 0) launch_kernel(fill_rows_kernel, blocks_for(rows * cols, kThreads), kThreads, 0, stream, y, bias, rows * cols, cols);
 }
 
 void transpose(DType dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t stream) {
@@ -133,14 +144,14 @@ void transpose(DType dt, const void* x, void* y, int64_t rows, int64_t cols, cud
   dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>((rows + 31) / 32));
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    transpose_kernel<<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols);
+    launch_kernel(transpose_kernel<T>, grid, dim3(32, 8), 0, stream, static_cast<const T*>(x), static_cast<T*>(y), rows, cols);
   });
 }
 
 void im2col(const float* x, float* cols, int64_t cin, int64_t t_in, int64_t k, int64_t t_out, int stride, int padding,
             cudaStream_t stream) {
   const int64_t n = cin * k * t_out;
-  if (n > 0) im2col_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(x, cols, cin, t_in, k, t_out, stride, padding);
+  if (n > 0) launch_kernel(im2col_kernel, blocks_for(n, kThreads), kThreads, 0, stream, x, cols, cin, t_in, k, t_out, stride, padding);
 }
 
 void im2col_time_major(DType dt, const void* x, void* cols, int64_t cin, int64_t t_in, int64_t k, int64_t t_out,
@@ -149,7 +160,7 @@ void im2col_time_major(DType dt, const void* x, void* cols, int64_t cin, int64_t
   if (n <= 0) return;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    im2col_tm_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(cols),
+    launch_kernel(im2col_tm_kernel<T>, blocks_for(n, kThreads), kThreads, 0, stream, static_cast<const T*>(x), static_cast<T*>(cols),
                                                                        cin, t_in, k, t_out, stride, padding);
   });
 }
@@ -159,7 +170,7 @@ void embedding(DType dt, const void* table, const void* positions, const int32_t
   if (n * d <= 0) return;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    embedding_kernel<<<blocks_for(n * d, kThreads), kThreads, 0, stream>>>(
+    launch_kernel(embedding_kernel<T>, blocks_for(n * d, kThreads), kThreads, 0, stream, 
         static_cast<const T*>(table), static_cast<const T*>(positions), ids, lengths, n, n_new, d, static_cast<T*>(out));
   });
 }
@@ -168,7 +179,7 @@ void gather_sequences(const void* src, void* dst, const int32_t* source, const i
                       int64_t rows_per_seq, int64_t row_bytes, cudaStream_t stream) {
   if (count <= 0 || rows_per_seq <= 0) return;
   dim3 grid(static_cast<unsigned>(rows_per_seq), static_cast<unsigned>(count));
-  gather_kernel<<<grid, 128, 0, stream>>>(static_cast<const char*>(src), static_cast<char*>(dst), source, lengths,
+  launch_kernel(gather_kernel, grid, 128, 0, stream, static_cast<const char*>(src), static_cast<char*>(dst), source, lengths,
                                           rows_per_seq, row_bytes);
 }
 

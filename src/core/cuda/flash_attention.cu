@@ -10,8 +10,10 @@
 #include <cmath>
 
 #include "core/cuda/device/mma.cuh"
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 
 namespace hark::cuda {
 namespace {
@@ -45,6 +47,7 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int
 template <int HD, class T>
 __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ qkv, T* __restrict__ out, int64_t t,
                                                          int64_t d, float scale_log2) {
+  pdl_enter();
   constexpr int kHeadDim = HD, kSteps = HD / 16, kTiles = HD / 8;  // k-steps of Q·Kᵀ, n-tiles of O
   __shared__ __align__(128) T qs[kRows * kHeadDim];
   __shared__ __align__(128) T ks[2][kKeys * kHeadDim];
@@ -177,9 +180,9 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
   dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
     if (head_dim == 64)
-      flash_kernel<64, T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
+      launch_kernel(flash_kernel<64, T>, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
     else if (head_dim == 32)
-      flash_kernel<32, T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
+      launch_kernel(flash_kernel<32, T>, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
     else
       throw Error(ErrorCode::Unavailable, "[cuda] flash attention supports head dims 32 and 64");
   });

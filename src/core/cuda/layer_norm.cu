@@ -3,9 +3,11 @@
 // PyTorch computes them) in fp32 whatever the activation dtype, then one store. A first
 // version read the row three times with 2-byte loads: 20 µs for one decoder row and
 // 19 µs per encoder window (latency-bound), against ~2 µs now.
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 
 namespace hark::cuda {
 namespace {
@@ -18,6 +20,7 @@ template <class T>
 __global__ void __launch_bounds__(kWarps * 32) layer_norm_kernel(const T* __restrict__ x, const float* __restrict__ gamma,
                                                                  const float* __restrict__ beta, T* __restrict__ y,
                                                                  int64_t rows, int d, float eps) {
+  pdl_enter();
   constexpr int kVec = 16 / sizeof(T);                 // elements per 16-byte load
   constexpr int kSlots = kMaxWidth / (32 * kVec);      // loads per lane at the widest row
   const int64_t row = blockIdx.x * static_cast<int64_t>(kWarps) + (threadIdx.x >> 5);
@@ -80,6 +83,7 @@ __global__ void __launch_bounds__(kWarps * 32) layer_norm_kernel(const T* __rest
 template <class T>
 __global__ void layer_norm_any_kernel(const T* x, const float* gamma, const float* beta, T* y, int64_t rows, int64_t d,
                                       float eps) {
+  pdl_enter();
   const int64_t row = blockIdx.x * static_cast<int64_t>(kWarps) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -108,10 +112,10 @@ void layer_norm(DType dt, const void* x, const float* gamma, const float* beta, 
                             reinterpret_cast<uintptr_t>(gamma) % 16 == 0 && reinterpret_cast<uintptr_t>(beta) % 16 == 0 &&
                             reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
     if (vectorised)
-      layer_norm_kernel<T><<<blocks_for(rows, kWarps), kWarps * 32, 0, stream>>>(
+      launch_kernel(layer_norm_kernel<T>, blocks_for(rows, kWarps), kWarps * 32, 0, stream, 
           static_cast<const T*>(x), gamma, beta, static_cast<T*>(y), rows, static_cast<int>(d), eps);
     else
-      layer_norm_any_kernel<T><<<blocks_for(rows, kWarps), kWarps * 32, 0, stream>>>(
+      launch_kernel(layer_norm_any_kernel<T>, blocks_for(rows, kWarps), kWarps * 32, 0, stream, 
           static_cast<const T*>(x), gamma, beta, static_cast<T*>(y), rows, d, eps);
   });
 }

@@ -4,8 +4,10 @@
 // log10(max(·, 1e-10)). fp32 where audio/mel.cc uses double: the fast path's front end.
 #include <cmath>
 
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 
 namespace hark::cuda {
 namespace {
@@ -16,6 +18,7 @@ constexpr int kThreads = 256;
 // frames[t, k] = hann[k] · sample(t·160 − 200 + k), reflected at both ends of the padded
 // signal (samples then zeros), as torch.stft(center=True, pad_mode="reflect") does.
 __global__ void frames_kernel(const float* samples, int64_t n, int64_t padded, int64_t frames, float* out) {
+  device::pdl_enter();
   const int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (idx >= frames * kNFft) return;
   const int64_t t = idx / kNFft, k = idx % kNFft;
@@ -27,6 +30,7 @@ __global__ void frames_kernel(const float* samples, int64_t n, int64_t padded, i
 }
 
 __global__ void power_kernel(const float* spectrum, int64_t frames, float* power) {
+  device::pdl_enter();
   const int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (idx >= frames * kBins) return;
   const float re = spectrum[2 * idx], im = spectrum[2 * idx + 1];
@@ -35,6 +39,7 @@ __global__ void power_kernel(const float* spectrum, int64_t frames, float* power
 
 // mel[t, m] → out[m, t] = log10(max(mel, 1e-10)).
 __global__ void log_transpose_kernel(const float* mel, int64_t frames, int n_mels, float* out) {
+  device::pdl_enter();
   const int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (idx >= frames * n_mels) return;
   const int64_t m = idx / frames, t = idx % frames;
@@ -44,16 +49,16 @@ __global__ void log_transpose_kernel(const float* mel, int64_t frames, int n_mel
 }  // namespace
 
 void mel_frames(const float* samples, int64_t n, int64_t padded, int64_t frames, float* out, cudaStream_t stream) {
-  if (frames > 0) frames_kernel<<<blocks_for(frames * kNFft, kThreads), kThreads, 0, stream>>>(samples, n, padded, frames, out);
+  if (frames > 0) launch_kernel(frames_kernel, blocks_for(frames * kNFft, kThreads), kThreads, 0, stream, samples, n, padded, frames, out);
 }
 
 void mel_power(const float* spectrum, int64_t frames, float* power, cudaStream_t stream) {
-  if (frames > 0) power_kernel<<<blocks_for(frames * kBins, kThreads), kThreads, 0, stream>>>(spectrum, frames, power);
+  if (frames > 0) launch_kernel(power_kernel, blocks_for(frames * kBins, kThreads), kThreads, 0, stream, spectrum, frames, power);
 }
 
 void mel_log_transpose(const float* mel, int64_t frames, int n_mels, float* out, cudaStream_t stream) {
   if (frames > 0)
-    log_transpose_kernel<<<blocks_for(frames * n_mels, kThreads), kThreads, 0, stream>>>(mel, frames, n_mels, out);
+    launch_kernel(log_transpose_kernel, blocks_for(frames * n_mels, kThreads), kThreads, 0, stream, mel, frames, n_mels, out);
 }
 
 }  // namespace hark::cuda

@@ -1,6 +1,8 @@
 // Row softmax of the fp32 reference attention (scores materialised by cuBLAS).
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 
 namespace hark::cuda {
 namespace {
@@ -25,6 +27,7 @@ __device__ float block_reduce(float v, float* shared) {
 }
 
 __global__ void softmax_kernel(float* scores, int64_t tq, int64_t tk, bool causal, int64_t offset) {
+  pdl_enter();
   __shared__ float shared[32];
   const int64_t row_index = blockIdx.x;
   float* row = scores + row_index * tk;
@@ -47,7 +50,7 @@ __global__ void softmax_kernel(float* scores, int64_t tq, int64_t tk, bool causa
 
 void softmax(float* scores, int64_t blocks, int64_t tq, int64_t tk, bool causal, int64_t offset, cudaStream_t stream) {
   if (blocks * tq > 0)
-    softmax_kernel<<<static_cast<unsigned>(blocks * tq), kThreads, 0, stream>>>(scores, tq, tk, causal, offset);
+    launch_kernel(softmax_kernel, static_cast<unsigned>(blocks * tq), kThreads, 0, stream, scores, tq, tk, causal, offset);
 }
 
 }  // namespace hark::cuda

@@ -8,9 +8,11 @@
 //     log-probabilities.
 #include <cstdint>
 
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 #include "core/token_select_rules.h"
 
 namespace hark::cuda {
@@ -79,6 +81,7 @@ __host__ __device__ constexpr int part_floats(int k) { return 4 + 4 * k; }
 __global__ void __launch_bounds__(kThreads) select_parts(const float* __restrict__ logits, int vocab,
                                                          const int32_t* __restrict__ spec, int k,
                                                          float* __restrict__ parts) {
+  pdl_enter();
   __shared__ Best best_scratch[kThreads / 32];
   __shared__ Lse lse_scratch[kThreads / 32];
   const int part = blockIdx.x, r = blockIdx.y;
@@ -131,6 +134,7 @@ __global__ void __launch_bounds__(kThreads) select_parts(const float* __restrict
 
 __global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict__ parts, const int32_t* __restrict__ spec,
                                                          int k, int32_t* __restrict__ out) {
+  pdl_enter();
   __shared__ Best best_scratch[kThreads / 32];
   __shared__ Lse lse_scratch[kThreads / 32];
   const int r = blockIdx.x;
@@ -180,8 +184,8 @@ void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec
                    cudaStream_t stream) {
   if (rows <= 0) return;
   if (k < 1 || k > kMaxK) throw Error(ErrorCode::InvalidArgument, "[cuda] select_tokens keeps 1 to 16 tokens per row");
-  select_parts<<<dim3(kParts, static_cast<unsigned>(rows)), kThreads, 0, stream>>>(logits, vocab, spec, k, scratch);
-  select_merge<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(scratch, spec, k, out);
+  launch_kernel(select_parts, dim3(kParts, static_cast<unsigned>(rows)), kThreads, 0, stream, logits, vocab, spec, k, scratch);
+  launch_kernel(select_merge, static_cast<unsigned>(rows), kThreads, 0, stream, scratch, spec, k, out);
 }
 
 }  // namespace hark::cuda
