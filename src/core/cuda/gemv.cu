@@ -8,9 +8,11 @@
 #include <algorithm>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
 
 namespace hark::cuda {
 namespace {
@@ -72,10 +74,13 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
       out[u] = active && idx < p1 ? __ldg(wrow + idx) : make_uint4(0, 0, 0, 0);
     }
   };
-  // The first weights are requested before x is staged: the two latencies overlap.
+  // The first weights are requested before x is staged, and before the kernel that
+  // writes x has finished (launch.cuh): the latencies overlap.
+  pdl_launch_next();
   uint4 wv[kUnroll];
   int base = p0 + lane;
   fetch(base, wv);
+  pdl_wait();
   for (int i = threadIdx.x; i < m * kw; i += blockDim.x) xs[i] = reinterpret_cast<const uint4*>(x)[i];
   __syncthreads();
   if (gamma) normalize_rows(reinterpret_cast<T*>(xs), m, k, gamma, beta, eps);
@@ -139,10 +144,10 @@ void launch(const void* x, int m, int k, const void* w, int n, const void* bias,
   for (int r0 = 0; r0 < m; r0 += rows_per_pass) {
     const int rows = std::min(rows_per_pass, m - r0);
     const size_t smem = static_cast<size_t>(rows) * k * 2;
-    gemv_kernel<T, Y><<<blocks_for(n, kWarps / splits), kWarps * 32, smem, stream>>>(
-        static_cast<const T*>(x) + static_cast<int64_t>(r0) * k, rows, k, static_cast<const T*>(w), n,
-        static_cast<const T*>(bias), static_cast<Y*>(y) + r0 * ldy, ldy, epilogue, norm ? norm->gamma : nullptr,
-        norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, splits);
+    launch_kernel(gemv_kernel<T, Y>, blocks_for(n, kWarps / splits), kWarps * 32, smem, stream,
+                  static_cast<const T*>(x) + static_cast<int64_t>(r0) * k, rows, k, static_cast<const T*>(w), n,
+                  static_cast<const T*>(bias), static_cast<Y*>(y) + r0 * ldy, ldy, epilogue,
+                  norm ? norm->gamma : nullptr, norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, splits);
   }
 }
 
