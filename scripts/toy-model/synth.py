@@ -124,7 +124,10 @@ def _synth_program(voice, wpm, pitch, prange, text):
     cmd = [os.environ.get("ESPEAK_BIN", "espeak-ng"), "-v", voice, "-s", str(wpm), "-p", str(pitch), "--stdout", text]
     if os.environ.get("ESPEAK_DATA"):
         cmd[1:1] = [f"--path={os.environ['ESPEAK_DATA']}"]
-    raw = subprocess.run(cmd, check=True, capture_output=True).stdout
+    env = dict(os.environ)
+    if os.environ.get("ESPEAK_LD_PATH"):  # the carried Debian libraries, wherever this runs
+        env["LD_LIBRARY_PATH"] = os.environ["ESPEAK_LD_PATH"] + ":" + env.get("LD_LIBRARY_PATH", "")
+    raw = subprocess.run(cmd, check=True, capture_output=True, env=env).stdout
     # espeak-ng --stdout writes a WAV header with unknown (0x7fffffff) sizes: parse by hand.
     if raw[:4] == b"RIFF":
         raw = raw[44:]
@@ -232,6 +235,7 @@ def synth_one(voice, wpm, pitch, prange, text, effects=(), seed=0):
             _init_library()
         except Exception as e:  # fall back to the program, once per worker
             _state["failed"] = repr(e)
+            print(f"[synth] worker {os.getpid()}: libespeak-ng unavailable ({e!r}); using the program", flush=True)
     if "lib" in _state:
         raw, events = _synth_library(voice, wpm, pitch, prange, text)
     else:
@@ -250,7 +254,11 @@ def synth_job(job):
     -> list of (index, int16 clip, word timings or None)."""
     out = []
     for index, voice, wpm, pitch, prange, text, effects, seed in job:
-        clip, words, _ = synth_one(voice, wpm, pitch, prange, text, effects, seed)
+        try:
+            clip, words, _ = synth_one(voice, wpm, pitch, prange, text, effects, seed)
+        except Exception as e:  # one clip that cannot be made must not end a training run
+            print(f"[synth] skipped a clip ({voice}): {e!r}"[:300], flush=True)
+            clip, words = np.zeros(0, np.int16), None
         out.append((index, clip, words))
     return out
 

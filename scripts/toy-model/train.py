@@ -123,15 +123,13 @@ def start_pool(workers):
     copied into them."""
     extra = os.environ.get("ESPEAK_LD_PATH")
     saved = os.environ.get("LD_LIBRARY_PATH")
-    if extra:
+    if extra and extra not in (saved or ""):
         os.environ["LD_LIBRARY_PATH"] = extra + (":" + saved if saved else "")
-    pool = mp.get_context("spawn").Pool(workers)
-    if extra:  # the parent keeps its own library path
-        if saved is None:
-            del os.environ["LD_LIBRARY_PATH"]
-        else:
-            os.environ["LD_LIBRARY_PATH"] = saved
-    return pool
+    # The variable stays set: the parent's own linker read its path at start and ignores
+    # it, and a worker the pool starts again later (after one died) needs it too — run 1
+    # of 2026-11-30 stopped when a replacement worker could load neither the library nor
+    # the program.
+    return mp.get_context("spawn").Pool(workers)
 
 
 def save_state(args, model, opt, state, info, results):
