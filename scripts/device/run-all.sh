@@ -28,6 +28,14 @@ cuda_lib=$(dirname "$(python3 -c 'import nvidia.cu13, os; print(os.path.join(nvi
 export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64:$cuda_lib:${LD_LIBRARY_PATH:-}
 export HARK_CUDA_MODULE=$bundle/bin/libhark_cuda.so
 results=$OUT/results.md
+# The device tool brings back at most 8 files: at exit everything is packed into
+# results.tar.gz, with results.md beside it.
+pack() {
+  local tmp=/tmp/hark-results.tar.gz
+  (cd "$OUT" && tar -czf "$tmp" --exclude=results.tar.gz . && find . -mindepth 1 -maxdepth 1 ! -name results.md -exec rm -rf {} +)
+  mv "$tmp" "$OUT/results.tar.gz"
+}
+trap pack EXIT
 hark=$bundle/bin/hark
 section() { echo; echo "## $*" | tee -a "$results"; }
 run() {  # name, timeout seconds, command...
