@@ -1,5 +1,6 @@
 #include "serve/server.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -19,6 +20,8 @@ constexpr const char* kHiddenContentType = "X-Hark-Original-Content-Type";
 // Multipart framing around the audio (field parts, headers) on top of --max-upload-mb.
 constexpr size_t kMultipartOverheadBytes = 64 * 1024;
 constexpr size_t kDrainFactor = 4;
+// Connections the kernel holds for the server before it accepts them (SOMAXCONN caps it).
+constexpr int kListenBacklog = 1024;
 
 thread_local std::chrono::steady_clock::time_point t_request_started;
 thread_local bool t_request_open = false;
@@ -261,6 +264,14 @@ Server::Server(ServerOptions options, ServerDeps deps)
   auto& o = impl_->options;
   if (!o.instance_id.empty()) validate_instance_id(o.instance_id);
   impl_->http.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once
+  // overflowed it, the kernel dropped the excess handshakes and some of those clients got
+  // a read error instead of an answer (a 16-client test failed about 1 run in 4). The
+  // listening socket is remembered here and its backlog raised after bind.
+  impl_->http.set_socket_options([impl = impl_.get()](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listen_socket = sock;
+  });
   impl_->http.set_payload_max_length((o.max_upload_bytes + kMultipartOverheadBytes) * kDrainFactor);
   impl_->http.set_read_timeout(o.read_timeout_sec, 0);
   impl_->http.set_write_timeout(o.read_timeout_sec, 0);
@@ -276,6 +287,7 @@ int Server::start() {
     throw Error(ErrorCode::Unavailable, "[serve] cannot listen on " + o.host + ":" + std::to_string(o.port) +
                                             " (in use, or not an address of this machine); pick another --port/--host");
   impl_->bound_port = port;
+  if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, kListenBacklog);
   impl_->instance_id = o.instance_id.empty() ? default_instance_id(port) : o.instance_id;
   impl_->sessions.set_route_key(impl_->instance_id);
   impl_->listen_thread = std::thread([this] { impl_->http.listen_after_bind(); });

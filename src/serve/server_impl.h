@@ -34,6 +34,7 @@ struct Server::Impl {
   httplib::Server http;
   std::thread listen_thread, janitor_thread;
   std::atomic<int> bound_port{0};
+  int listen_socket = -1;  // the listener, seen by the socket options callback before bind
   std::atomic<size_t> in_flight{0};
   std::string instance_id;  // final once start() has bound the port
 
