@@ -44,24 +44,30 @@ std::unique_ptr<DecoderState> WhisperModel::new_slot_state(int rows, int windows
   return state;
 }
 
-std::unique_ptr<DecoderState> WhisperModel::grow_slot_state(DecoderState& from, int rows, int windows) {
-  if (from.pad_window_ < 0) throw Error(ErrorCode::InvalidArgument, "[decoder] grow_slot_state needs a slot state");
+std::unique_ptr<DecoderState> WhisperModel::resize_slot_state(DecoderState& from, int rows, int windows) {
+  if (from.pad_window_ < 0) throw Error(ErrorCode::InvalidArgument, "[decoder] resize_slot_state needs a slot state");
   const int old_rows = from.batch(), old_windows = from.pad_window_;
-  if (rows < old_rows || windows < old_windows)
-    throw Error(ErrorCode::InvalidArgument, "[decoder] a slot state only grows");
+  const int keep_rows = std::min(rows, old_rows), keep_windows = std::min(windows, old_windows);
+  for (int r = keep_rows; r < old_rows; ++r)
+    if (from.row_window_[r] != old_windows)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] row " + std::to_string(r) + " is in use; it cannot be dropped");
+  for (int r = 0; r < keep_rows; ++r)
+    if (from.row_window_[r] != old_windows && from.row_window_[r] >= keep_windows)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] window slot " + std::to_string(from.row_window_[r]) +
+                                                  " is in use; it cannot be dropped");
   Backend& be = *backend_;
   const int64_t frames = from.buffers_->shape.frames, ctx = hparams().n_text_ctx;
   auto state = new_slot_state(rows, windows, frames);
   DecoderBuffers& src = *from.buffers_;
   DecoderBuffers& dst = *state->buffers_;
   for (size_t l = 0; l < src.self_k.size(); ++l) {
-    Tensor k = dst.self_k[l].rows(0, old_rows * ctx), v = dst.self_v[l].rows(0, old_rows * ctx);
-    be.copy(src.self_k[l], k);
-    be.copy(src.self_v[l], v);
+    Tensor k = dst.self_k[l].rows(0, keep_rows * ctx), v = dst.self_v[l].rows(0, keep_rows * ctx);
+    be.copy(src.self_k[l].rows(0, keep_rows * ctx), k);
+    be.copy(src.self_v[l].rows(0, keep_rows * ctx), v);
   }
-  Tensor kv = dst.cross_kv.rows(0, old_windows * frames);
-  be.copy(src.cross_kv.rows(0, old_windows * frames), kv);
-  for (int r = 0; r < old_rows; ++r) {
+  Tensor kv = dst.cross_kv.rows(0, keep_windows * frames);
+  be.copy(src.cross_kv.rows(0, keep_windows * frames), kv);
+  for (int r = 0; r < keep_rows; ++r) {
     state->lengths_[r] = from.lengths_[r];
     state->row_window_[r] = from.row_window_[r] == old_windows ? windows : from.row_window_[r];
   }

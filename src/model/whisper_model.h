@@ -111,8 +111,9 @@ class WhisperModel {
   // per state size and replay it), and on the CPU every row's numbers are those it would
   // get decoded alone (row-independent products; see Backend::linear on the CPU).
   std::unique_ptr<DecoderState> new_slot_state(int rows, int windows, int64_t frames);
-  // A larger slot state holding the same rows, windows and caches (slot indices kept).
-  std::unique_ptr<DecoderState> grow_slot_state(DecoderState& from, int rows, int windows);
+  // A slot state of another size holding the same rows, windows and caches (slot indices
+  // kept); rows and windows beyond a smaller size must be free.
+  std::unique_ptr<DecoderState> resize_slot_state(DecoderState& from, int rows, int windows);
   int slot_windows(const DecoderState& state) const { return state.pad_window_; }
   // Copies `audio`'s cross-attention K/V into window slot `window`.
   void load_window(DecoderState& state, int window, const AudioContext& audio);
