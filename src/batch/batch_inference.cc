@@ -33,7 +33,7 @@ class BatchedInference : public Inference {
   }
 
   std::vector<float> step(std::span<const int32_t> tokens, int n_new) override {
-    SequenceGroup& g = checked(tokens.size(), n_new);
+    SequenceGroup& g = checked(tokens, n_new);
     std::unique_lock lock(s_.mutex);
     g.call = n_new == 1 ? SequenceGroup::Call::Step : SequenceGroup::Call::Prefill;
     g.tokens.assign(tokens.begin(), tokens.end());
@@ -47,7 +47,7 @@ class BatchedInference : public Inference {
 
   std::vector<TokenChoice> step_select(std::span<const int32_t> tokens, const SelectionRules& rules,
                                        std::span<const SampledSummary> rows, int k) override {
-    SequenceGroup& g = checked(tokens.size(), 1);
+    SequenceGroup& g = checked(tokens, 1);
     if (static_cast<int>(rows.size()) != g.rows)
       throw Error(ErrorCode::InvalidArgument, "[batch] step_select needs one summary per row");
     std::unique_lock lock(s_.mutex);
@@ -81,11 +81,17 @@ class BatchedInference : public Inference {
   }
 
  private:
-  SequenceGroup& checked(size_t n_tokens, int n_new) {
+  // Bad input fails this call here, before it could fail a step shared with other groups.
+  SequenceGroup& checked(std::span<const int32_t> tokens, int n_new) {
     if (!group_) throw Error(ErrorCode::Internal, "[batch] step() before begin()");
-    if (n_new < 1 || n_tokens != static_cast<size_t>(group_->rows) * static_cast<size_t>(n_new))
+    if (n_new < 1 || tokens.size() != static_cast<size_t>(group_->rows) * static_cast<size_t>(n_new))
       throw Error(ErrorCode::InvalidArgument, "[batch] expected " + std::to_string(group_->rows) + " x " +
-                                                  std::to_string(n_new) + " tokens, got " + std::to_string(n_tokens));
+                                                  std::to_string(n_new) + " tokens, got " + std::to_string(tokens.size()));
+    const int vocab = s_.model.hparams().n_vocab;
+    for (int32_t id : tokens)
+      if (id < 0 || id >= vocab)
+        throw Error(ErrorCode::InvalidArgument, "[embedding] token id " + std::to_string(id) +
+                                                    " outside the vocabulary of " + std::to_string(vocab));
     return *group_;
   }
 

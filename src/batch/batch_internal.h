@@ -87,6 +87,7 @@ struct BatchScheduler::Impl {
   std::vector<SequenceGroup*> row_owner;
   int64_t state_frames = 0;
   int steps_since_resize = 0;
+  double last_step_ms = 0;
   std::thread thread;
 
   // batch_scheduler.cc
@@ -99,12 +100,13 @@ struct BatchScheduler::Impl {
   // batch_rows.cc
   int capacity() const { return state ? state->batch() : 0; }
   int rows_in_use() const;
+  int queued_rows() const;  // rows asked for by groups waiting for admission
   int rows_limit(int group_rows) const;
   bool admit(std::unique_lock<std::mutex>& lock);
   int find_free_run(int rows) const;
   void release_rows(SequenceGroup& g);
   void maybe_shrink();
-  bool run_prefill(std::unique_lock<std::mutex>& lock);
+  int run_prefill(std::unique_lock<std::mutex>& lock);  // tokens prefilled (0: none waiting)
   bool run_step(std::unique_lock<std::mutex>& lock);
   void apply_reorder(SequenceGroup& g);
   void finish_call(SequenceGroup& g, std::exception_ptr error = nullptr);

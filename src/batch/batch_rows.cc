@@ -28,6 +28,13 @@ int BatchScheduler::Impl::rows_in_use() const {
   return static_cast<int>(std::count_if(row_owner.begin(), row_owner.end(), [](auto* o) { return o != nullptr; }));
 }
 
+int BatchScheduler::Impl::queued_rows() const {
+  int rows = 0;
+  for (const auto& g : admission)
+    if (!g->dead) rows += g->rows;
+  return rows;
+}
+
 // The row budget while a group of `group_rows` waits: --max-batch, or the group alone when
 // it is larger than that.
 int BatchScheduler::Impl::rows_limit(int group_rows) const { return std::max(options.max_rows, group_rows); }
@@ -136,7 +143,7 @@ void BatchScheduler::Impl::apply_reorder(SequenceGroup& g) {
 }
 
 // One waiting prompt: n tokens on the group's own rows, between two steps of the batch.
-bool BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
+int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
   std::shared_ptr<SequenceGroup> g;
   uint64_t oldest = 0;
   for (const auto& candidate : groups)
@@ -145,9 +152,10 @@ bool BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
       g = candidate;
       oldest = candidate->ticket;
     }
-  if (!g) return false;
+  if (!g) return 0;
   std::exception_ptr error;
   Tensor logits;
+  const auto start = BatchClock::now();
   lock.unlock();
   try {
     apply_reorder(*g);
@@ -156,10 +164,11 @@ bool BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
     error = std::current_exception();
   }
   lock.lock();
+  stats.prefill_seconds += std::chrono::duration<double>(BatchClock::now() - start).count();
   ++stats.prefills;
   if (!error) g->logits = logits.to_vector();
   finish_call(*g, error);
-  return true;
+  return std::max(1, g->rows * g->n_new);
 }
 
 // The batched step. Waits up to gather_ms for every admitted group to hand in its next
@@ -175,13 +184,28 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
                        [](const auto& g) { return g->first >= 0 && pending(*g, SequenceGroup::Call::Step); });
   };
   if (!any_step()) return false;
-  const auto deadline = BatchClock::now() + std::chrono::duration_cast<BatchClock::duration>(
-                                                std::chrono::duration<double, std::milli>(options.gather_ms));
+  // A group that misses a step loses a whole step, so the wait scales with the step time.
+  const auto gather_start = BatchClock::now();
+  const double wait_ms = std::max(options.gather_ms, 0.5 * last_step_ms);
+  const auto deadline = gather_start + std::chrono::duration_cast<BatchClock::duration>(
+                                           std::chrono::duration<double, std::milli>(wait_ms));
   work.wait_until(lock, deadline, [&] { return stopping || admitted_ready(); });
   if (stopping) return false;
+  const auto step_start = BatchClock::now();
+  stats.gather_seconds += std::chrono::duration<double>(step_start - gather_start).count();
   std::vector<std::shared_ptr<SequenceGroup>> stepping;
-  for (const auto& g : groups)
-    if (g->first >= 0 && pending(*g, SequenceGroup::Call::Step)) stepping.push_back(g);
+  const int text_ctx = model.hparams().n_text_ctx;
+  for (const auto& g : groups) {
+    if (g->first < 0 || !pending(*g, SequenceGroup::Call::Step)) continue;
+    if (state->length(g->first) + 1 > text_ctx) {  // fails its call alone, not the shared step
+      finish_call(*g, std::make_exception_ptr(Error(
+                          ErrorCode::InvalidArgument,
+                          "[decoder] sequence would exceed the text context of " + std::to_string(text_ctx) + " tokens")));
+      continue;
+    }
+    stepping.push_back(g);
+  }
+  if (stepping.empty()) return false;
   const int rows = capacity();
   std::vector<int32_t> tokens(rows, 0);
   std::vector<uint8_t> active(rows, 0);
@@ -225,6 +249,8 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
     error = std::current_exception();
   }
   lock.lock();
+  last_step_ms = std::chrono::duration<double, std::milli>(BatchClock::now() - step_start).count();
+  stats.step_seconds += last_step_ms / 1000;
   ++stats.steps;
   ++steps_since_resize;
   for (const auto& g : stepping) {

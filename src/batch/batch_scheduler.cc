@@ -8,6 +8,8 @@ namespace {
 
 // How often a waiting scheduler looks at the runs' cancel flags (nobody signals them).
 constexpr auto kCancelPoll = std::chrono::milliseconds(20);
+// Prompt tokens (rows × tokens) prefilled between two steps: a long prompt runs alone.
+constexpr int kPrefillTokensPerTurn = 256;
 
 std::exception_ptr unavailable() {
   return std::make_exception_ptr(
@@ -63,6 +65,7 @@ BatchStats BatchScheduler::stats() const {
 
 std::shared_ptr<const AudioContext> BatchScheduler::encode(const Tensor& mel, int audio_ctx,
                                                            const std::atomic<bool>* cancel) {
+  if (is_set(cancel)) std::rethrow_exception(cancelled());
   auto r = std::make_shared<EncodeRequest>();
   r->mel = mel;
   r->audio_ctx = audio_ctx;
@@ -76,6 +79,7 @@ std::shared_ptr<const AudioContext> BatchScheduler::encode(const Tensor& mel, in
 }
 
 void BatchScheduler::run_exclusive(const std::function<void()>& fn, const std::atomic<bool>* cancel) {
+  if (is_set(cancel)) std::rethrow_exception(cancelled());
   auto r = std::make_shared<ExclusiveRequest>();
   r->fn = fn;
   r->cancel = cancel;
@@ -96,16 +100,25 @@ void BatchScheduler::Impl::loop() {
       work.wait_for(lock, kCancelPoll, [&] { return stopping || actionable(); });
     if (stopping) return fail_everything(lock);
     reap(lock);
-    run_encodes(lock);
+    // Windows are encoded while the batch has rows for the sequences they will start (so
+    // steps carry as many rows as they can); when it is full they wait for rows to free up.
+    const int room = options.max_rows - rows_in_use() - queued_rows();
+    for (int calls = 0; calls < std::max(room, 0) && !encodes.empty() && !stopping; ++calls) run_encodes(lock);
     run_exclusive(lock);
     admit(lock);
-    run_prefill(lock);
+    // Prompts of newly admitted groups, up to a budget of tokens between two steps.
+    for (int tokens = 0; tokens < kPrefillTokensPerTurn && !stopping;) {
+      const int done = run_prefill(lock);
+      if (done == 0) break;
+      tokens += done;
+    }
     run_step(lock);
   }
 }
 
 bool BatchScheduler::Impl::actionable() const {
-  if (!encodes.empty() || !exclusives.empty() || !releasing.empty()) return true;
+  if (!exclusives.empty() || !releasing.empty()) return true;
+  if (!encodes.empty() && rows_in_use() + queued_rows() < options.max_rows) return true;
   for (const auto& g : groups)
     if (!g->dead && g->call != SequenceGroup::Call::None && !g->done && g->first >= 0) return true;
   if (!admission.empty()) {
@@ -180,6 +193,7 @@ bool BatchScheduler::Impl::run_encodes(std::unique_lock<std::mutex>& lock) {
   for (const auto& r : batch) mels.push_back(r->mel);
   std::vector<std::shared_ptr<const AudioContext>> out;
   std::exception_ptr error;
+  const auto start = BatchClock::now();
   lock.unlock();
   try {
     out = model.prepare_audio_batch(mels, audio_ctx);
@@ -188,6 +202,7 @@ bool BatchScheduler::Impl::run_encodes(std::unique_lock<std::mutex>& lock) {
     error = std::current_exception();
   }
   lock.lock();
+  stats.encode_seconds += std::chrono::duration<double>(BatchClock::now() - start).count();
   ++stats.encoder_calls;
   stats.windows_encoded += batch.size();
   for (size_t i = 0; i < batch.size(); ++i) {

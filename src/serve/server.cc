@@ -65,6 +65,16 @@ void validate_instance_id(const std::string& id) {
 // client opens a new one).
 bool is_drain_error(const std::string& code) { return code == "server_draining" || code == "drain_timeout"; }
 
+// A request without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3), but
+// cpp-httplib 0.11 reads such a POST until the connection closes: `curl -X POST URL`
+// waited for the read timeout and got 400. Saying so explicitly makes the body empty.
+void mark_empty_body(httplib::Request& req) {
+  const bool may_have_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                             req.method == "DELETE";
+  if (may_have_body && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+    req.headers.emplace("Content-Length", "0");
+}
+
 }  // namespace
 
 double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -88,7 +98,7 @@ Server::Impl::Impl(ServerOptions o, ServerDeps d)
     : options(std::move(o)),
       deps(std::move(d)),
       log(make_logger(options)),
-      worker(deps.engine_factory, options.residency, &metrics),
+      worker(deps.engine_factory, options.residency, &metrics, options.max_queue),
       sessions(options.max_sessions, options.session_idle_sec) {}
 
 void Server::Impl::log_line(const std::string& event, const nlohmann::json& fields) const {
@@ -109,7 +119,8 @@ void Server::Impl::send_error(httplib::Response& res, const ApiError& error) con
   res.status = error.status();
   res.set_content(error_body(error), "application/json");
   if (error.status() == 401) res.set_header("WWW-Authenticate", "Bearer");
-  if (is_drain_error(error.code())) res.set_header("Retry-After", std::to_string(options.retry_after_sec));
+  if (is_drain_error(error.code()) || error.code() == "queue_full")
+    res.set_header("Retry-After", std::to_string(options.retry_after_sec));
   if (error.code() == "server_draining" && !res.has_header("Connection")) res.set_header("Connection", "close");
 }
 
@@ -190,6 +201,7 @@ void Server::Impl::install_routes() {
     // (precise errors, fuzzable), so the type is moved aside before routing. The request
     // object is not const: httplib hands the same one to the handler.
     auto& mutable_req = const_cast<httplib::Request&>(req);
+    mark_empty_body(mutable_req);
     if (media_type(req.get_header_value("Content-Type")) == "multipart/form-data") {
       std::string type = req.get_header_value("Content-Type");
       mutable_req.headers.erase("Content-Type");
@@ -249,11 +261,7 @@ void Server::Impl::run_janitor() {
     lock.unlock();
     for (auto& s : sessions.take_expired()) {
       log_line("session_expired", {{"id", s->id}});
-      worker.submit([this, s](JobContext&) {
-        if (s->run) worker.unpin();
-        s->run.reset();
-        s->closed = true;
-      }, {nullptr, false});
+      close_session(s, true);
     }
     lock.lock();
   }

@@ -215,7 +215,7 @@ std::unique_ptr<Engine> Engine::open(const EngineOptions& options) {
   const std::string device = backend->device() == Device::Cuda ? options.device == "auto" ? "cuda" : options.device
                                                                 : "cpu";
   BatchOptions batch;
-  batch.max_rows = options.max_batch;
+  batch.max_rows = options.max_batch > 0 ? options.max_batch : backend->device() == Device::Cpu ? 16 : 64;
   batch.max_encode_windows = options.encode_batch;
   return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), ms_since(t0), device, batch);
 }
