@@ -1,4 +1,4 @@
-// hark bench --server URL: a load generator. N clients replay the clips of a folder
+// hark bench --server URL (src/cli/cmd_bench.cc): a load generator. N clients replay the clips of a folder
 // against a running server (POST /v1/audio/transcriptions, multipart, as OpenAI's SDKs
 // send it) and the run reports throughput (audio seconds per second: the server's
 // real-time factor under load), latency percentiles, errors, and the GPU memory in use

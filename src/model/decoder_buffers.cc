@@ -50,7 +50,8 @@ void DecoderBufferPool::release(std::shared_ptr<DecoderBuffers> buffers) {
   if (buffers->alias_cross_kv) buffers->cross_kv = Tensor();  // do not keep the window alive
   std::lock_guard<std::mutex> lock(mutex_);
   auto& sets = free_[{buffers->shape, buffers->alias_cross_kv, buffers->slots}];
-  if (sets.size() < kKeepPerShape) {
+  // A slot state's set is large (a window per row) and there is one state per size in use.
+  if (sets.size() < (buffers->slots ? 1 : kKeepPerShape)) {
     sets.push_back(std::move(buffers));
     return;
   }

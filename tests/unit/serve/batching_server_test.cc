@@ -80,6 +80,7 @@ TEST_F(ServerFixture, BeyondMaxQueueIs503WithRetryAfter) {
   o.max_queue = 1;
   o.retry_after_sec = 3;
   start_server(o);
+  stats.concurrency = 4;  // the session below runs next to the held job
   stats.hold = true;
   auto first = std::async(std::launch::async, [&] {
     return client().Post("/v1/audio/transcriptions", {{"file", make_wav(1.0), "a.wav", "audio/wav"}})->status;
@@ -100,12 +101,12 @@ TEST_F(ServerFixture, BeyondMaxQueueIs503WithRetryAfter) {
 TEST_F(ServerFixture, ShortRequestIsNotQueuedBehindALongOneOnABatchingEngine) {
   start_server();
   stats.concurrency = 8;
-  stats.ms_per_audio_second = 100;
+  stats.ms_per_audio_second = 50;
   client().Post("/v1/audio/transcriptions", {{"file", make_wav(0.5), "a.wav", "audio/wav"}});  // loads the engine
   std::atomic<int> order{0};
   int long_done = -1, short_done = -1;
   std::thread long_request([&] {
-    client().Post("/v1/audio/transcriptions", {{"file", make_wav(40.0), "a.wav", "audio/wav"}});
+    client().Post("/v1/audio/transcriptions", {{"file", make_wav(20.0), "a.wav", "audio/wav"}});
     long_done = order++;
   });
   ASSERT_TRUE(eventually([&] { return stats.running.load() == 1; }));
