@@ -74,8 +74,11 @@ std::vector<int> parse_batches(const std::string& text) {
   return out;
 }
 
-// Median ms per step of `rows` rows (a 4-token prompt first, then single-token steps).
-double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+// Median ms per step of `rows` rows: a 4-token prompt first, then `step` (one token per
+// row) args.tokens times; the median over runs / 2 states.
+template <class Step>
+double step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args,
+               Step&& step) {
   std::vector<double> medians;
   for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
     auto state = model.new_state(audio, rows);
@@ -83,11 +86,16 @@ double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> 
     for (int i = 0; i < rows; ++i) start.insert(start.end(), {50258, 50259, 50359, 50363});
     model.decode(*state, start, 4);
     std::vector<double> per_token;
-    std::vector<int32_t> tokens(rows, 400);
-    for (int t = 0; t < args.tokens; ++t) per_token.push_back(time_ms([&] { model.decode(*state, tokens, 1); }));
+    const std::vector<int32_t> tokens(rows, 400);
+    for (int t = 0; t < args.tokens; ++t) per_token.push_back(time_ms([&] { step(*state, tokens); }));
     medians.push_back(median(per_token));
   }
   return median(medians);
+}
+
+double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+  return step_ms(model, audio, rows, args,
+                 [&](DecoderState& state, std::span<const int32_t> tokens) { model.decode(state, tokens, 1); });
 }
 
 // The same steps when the token is chosen next to the logits (decode_select: the GPU fast
@@ -106,20 +114,10 @@ double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> a
   rules.timestamp_begin = vocab.specials.timestamp_begin;
   rules.no_timestamps = vocab.specials.no_timestamps;
   rules.max_initial_timestamp = 50;
-  std::vector<double> medians;
-  for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
-    auto state = model.new_state(audio, rows);
-    std::vector<int32_t> start;
-    for (int i = 0; i < rows; ++i) start.insert(start.end(), {50258, 50259, 50359, 50363});
-    model.decode(*state, start, 4);
-    std::vector<double> per_token;
-    std::vector<int32_t> tokens(rows, 400);
-    std::vector<SampledSummary> summaries(rows, SampledSummary{3, 400, 401, vocab.specials.timestamp_begin});
-    for (int t = 0; t < args.tokens; ++t)
-      per_token.push_back(time_ms([&] { model.decode_select(*state, tokens, rules, summaries, 1); }));
-    medians.push_back(median(per_token));
-  }
-  return median(medians);
+  const std::vector<SampledSummary> summaries(rows, SampledSummary{3, 400, 401, vocab.specials.timestamp_begin});
+  return step_ms(model, audio, rows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
+    model.decode_select(state, tokens, rules, summaries, 1);
+  });
 }
 
 void run_bench(const BenchArgs& args) {

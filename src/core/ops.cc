@@ -28,6 +28,22 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   if (bias && bias->numel() != w.dim(0)) shape_error("linear", "bias " + bias->describe() + " vs weight " + w.describe());
 }
 
+// The output of a packed product, after checking every part: x's shape with ΣNᵢ columns.
+Shape packed_output(const Backend& be, const Tensor& x, std::span<const Tensor* const> ws,
+                    std::span<const Tensor* const> biases) {
+  require_act("linear", be, x, "input");
+  if (ws.empty() || ws.size() != biases.size()) shape_error("linear", "packed weights and biases do not pair up");
+  int64_t n = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    check_linear(x, *ws[i], biases[i]);
+    if (ws[i]->dtype() != ws[0]->dtype()) shape_error("linear", "packed weights must share one dtype");
+    n += ws[i]->dim(0);
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = n;
+  return out_shape;
+}
+
 }  // namespace
 
 Tensor linear(Backend& be, const Tensor& x, const Tensor& w, const Tensor* bias, Epilogue epilogue,
@@ -56,17 +72,7 @@ void linear_residual(Backend& be, const Tensor& x, const Tensor& w, const Tensor
 
 Tensor linear_packed(Backend& be, const Tensor& x, std::span<const Tensor* const> ws,
                      std::span<const Tensor* const> biases) {
-  require_act("linear", be, x, "input");
-  if (ws.empty() || ws.size() != biases.size()) shape_error("linear", "packed weights and biases do not pair up");
-  int64_t n = 0;
-  for (size_t i = 0; i < ws.size(); ++i) {
-    check_linear(x, *ws[i], biases[i]);
-    if (ws[i]->dtype() != ws[0]->dtype()) shape_error("linear", "packed weights must share one dtype");
-    n += ws[i]->dim(0);
-  }
-  Shape out_shape = x.shape();
-  out_shape.back() = n;
-  Tensor y = be.alloc(out_shape, be.act_dtype());
+  Tensor y = be.alloc(packed_output(be, x, ws, biases), be.act_dtype());
   be.linear_packed(x, ws, biases, y);
   return y;
 }
@@ -107,18 +113,8 @@ Tensor norm_linear(Backend& be, const Tensor& x, const Tensor& gamma, const Tens
 
 Tensor norm_linear_packed(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                           std::span<const Tensor* const> ws, std::span<const Tensor* const> biases) {
-  require_act("linear", be, x, "input");
   check_norm(x, gamma, beta);
-  if (ws.empty() || ws.size() != biases.size()) shape_error("linear", "packed weights and biases do not pair up");
-  int64_t n = 0;
-  for (size_t i = 0; i < ws.size(); ++i) {
-    check_linear(x, *ws[i], biases[i]);
-    if (ws[i]->dtype() != ws[0]->dtype()) shape_error("linear", "packed weights must share one dtype");
-    n += ws[i]->dim(0);
-  }
-  Shape out_shape = x.shape();
-  out_shape.back() = n;
-  Tensor y = be.alloc(out_shape, be.act_dtype());
+  Tensor y = be.alloc(packed_output(be, x, ws, biases), be.act_dtype());
   be.norm_linear_packed(x, gamma, beta, 1e-5f, ws, biases, y);
   return y;
 }
