@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -18,22 +20,29 @@ namespace hark::test {
 
 // 30 s windows and the multilingual vocabulary (so the seek loop, the tokenizer and
 // every filter run as for a real model), width 64, one encoder layer, two decoder layers.
-inline std::shared_ptr<const Checkpoint> narrow_checkpoint() {
-  static std::shared_ptr<const Checkpoint> ckpt = [] {
+// `text_ctx` below 448 shortens every window's decoding (random weights never say EOT,
+// so a window decodes text_ctx / 2 tokens) where a test cannot set sample_len (the server).
+inline std::shared_ptr<const Checkpoint> narrow_checkpoint(int text_ctx = 448) {
+  static std::mutex mutex;
+  static std::map<int, std::shared_ptr<const Checkpoint>> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& ckpt = made[text_ctx];
+  if (!ckpt) {
     HParams hp;
     hp.n_audio_state = hp.n_text_state = 64;
     hp.n_audio_head = hp.n_text_head = 2;
     hp.n_audio_layer = 1;
     hp.n_text_layer = 2;
-    return std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hp));
-  }();
+    hp.n_text_ctx = text_ctx;
+    ckpt = std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hp));
+  }
   return ckpt;
 }
 
-inline std::unique_ptr<Engine> narrow_engine(int max_batch, int threads = 2) {
+inline std::unique_ptr<Engine> narrow_engine(int max_batch, int threads = 2, int text_ctx = 448) {
   BackendOptions bo;
   bo.threads = threads;
-  return make_engine(narrow_checkpoint(), make_cpu_backend(bo), max_batch);
+  return make_engine(narrow_checkpoint(text_ctx), make_cpu_backend(bo), max_batch);
 }
 
 // Gliding harmonics with pauses and a little noise; `seed` varies pitch and noise.

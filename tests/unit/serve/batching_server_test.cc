@@ -1,11 +1,14 @@
 // The server in front of an engine that runs many jobs at once: a short request is not
 // queued behind a long one, --max-queue answers 503 with Retry-After, /metrics shows the
 // queue and the batch, a bodiless POST (curl -X POST) is accepted, and with a real
-// batching engine a deleted session or a client that goes away gives its rows back.
+// batching engine a deleted session or a client that goes away gives its rows back, and
+// many concurrent mixed requests and sessions get what a one-at-a-time server answers.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -142,20 +145,24 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   EXPECT_EQ(s["queue"]["max"], 256);
 }
 
-// A server over a real batching engine (the narrow random-weight model).
+// A server over a real engine (the narrow random-weight model); max_batch 1: one job at
+// a time, as before batching. A short text context keeps every window's decoding short.
+std::unique_ptr<Server> narrow_server(int max_batch, int& port, int text_ctx = 448) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.log_level = "off";
+  ServerDeps deps;
+  deps.engine_factory = [max_batch, text_ctx] { return hark::test::narrow_engine(max_batch, 2, text_ctx); };
+  deps.decode_audio = fake_decode;
+  auto server = std::make_unique<Server>(o, deps);
+  port = server->start();
+  return server;
+}
+
 class BatchingServer : public ServerFixture {
  protected:
-  void start() {
-    ServerOptions o;
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.log_level = "off";
-    ServerDeps deps;
-    deps.engine_factory = [] { return hark::test::narrow_engine(4); };
-    deps.decode_audio = fake_decode;
-    server = std::make_unique<Server>(o, deps);
-    port = server->start();
-  }
+  void start() { server = narrow_server(4, port); }
   double rows() { return metric(client().Get("/metrics")->body, "hark_batch_rows"); }
 };
 
@@ -203,6 +210,108 @@ TEST_F(BatchingServer, ClientThatGoesAwayGivesItsRowsBack) {
   httplib::MultipartFormDataItems items = {{"file", wav_of(hark::test::voice_like(3, 6)), "a.wav", "audio/wav"},
                                            {"language", "en", "", ""}, {"temperature", "0", "", ""}};
   EXPECT_EQ(client().Post("/v1/audio/transcriptions", items)->status, 200);
+}
+
+// What a client sees of one request: a transcription in one format, or a whole session
+// (every chunk's reply and the finish), with the timings (which differ run to run) removed.
+using Call = std::function<std::string(httplib::Client&)>;
+
+std::string without_timings(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return body;  // srt, vtt, text
+  if (j.contains("hark")) j["hark"].erase("timings");
+  return j.dump();
+}
+
+Call transcription(std::string route, double seconds, int seed, httplib::MultipartFormDataItems fields) {
+  return [=](httplib::Client& c) {
+    auto items = fields;
+    items.push_back({"file", wav_of(hark::test::voice_like(seconds, seed)), "a.wav", "audio/wav"});
+    auto r = c.Post(route, items);
+    return r ? std::to_string(r->status) + " " + without_timings(r->body) : std::string("no answer");
+  };
+}
+
+Call session(std::string params, double seconds, int seed, double chunk_seconds) {
+  return [=](httplib::Client& c) {
+    auto created = c.Post("/v1/audio/sessions", params, "application/json");
+    if (!created || created->status != 200) return std::string("session not created");
+    const std::string path = "/v1/audio/sessions/" + json::parse(created->body)["id"].get<std::string>();
+    const std::vector<float> audio = hark::test::voice_like(seconds, seed);
+    const size_t chunk = static_cast<size_t>(chunk_seconds * 16000);
+    std::string seen;
+    for (size_t at = 0; at < audio.size(); at += chunk) {
+      std::vector<float> part(audio.begin() + at, audio.begin() + std::min(audio.size(), at + chunk));
+      auto r = c.Post(path + "/audio", wav_of(part), "audio/wav");
+      seen += r ? std::to_string(r->status) + " " + r->body + "\n" : "no answer\n";
+    }
+    auto done = c.Post(path + "/finish");  // bodiless, as curl -X POST sends it
+    return seen + (done ? std::to_string(done->status) + " " + without_timings(done->body) : "no answer");
+  };
+}
+
+std::vector<std::pair<std::string, Call>> mixed_calls() {
+  const std::string t = "/v1/audio/transcriptions";
+  return {
+      {"json-en", transcription(t, 4, 1, {{"language", "en", "", ""}, {"temperature", "0", "", ""}})},
+      {"verbose-two-windows-detect", transcription(t, 35, 2, {{"response_format", "verbose_json", "", ""},
+                                                              {"temperature", "0", "", ""}})},
+      {"srt-de-prompt", transcription(t, 9, 3, {{"response_format", "srt", "", ""}, {"language", "de", "", ""},
+                                                 {"prompt", "Vocabulary: hark, Whisper.", "", ""},
+                                                 {"temperature", "0", "", ""}})},
+      {"vtt-beam2", transcription(t, 6, 4, {{"response_format", "vtt", "", ""}, {"beam_size", "2", "", ""},
+                                             {"language", "en", "", ""}, {"temperature", "0", "", ""}})},
+      {"text-translate-fr", transcription("/v1/audio/translations", 12, 5, {{"response_format", "text", "", ""},
+                                                                            {"language", "fr", "", ""},
+                                                                            {"temperature", "0", "", ""}})},
+      {"verbose-words", transcription(t, 20, 6, {{"response_format", "verbose_json", "", ""},
+                                                 {"timestamp_granularities[]", "word", "", ""},
+                                                 {"language", "en", "", ""}, {"temperature", "0", "", ""}})},
+      {"sampled-best-of-2", transcription(t, 5, 7, {{"temperature", "0.4", "", ""}, {"best_of", "2", "", ""},
+                                                    {"seed", "7", "", ""}, {"language", "en", "", ""}})},
+      {"session-en", session(R"({"language":"en","temperature":0})", 34, 8, 4)},
+      {"session-es-verbose", session(R"({"language":"es","temperature":0,"response_format":"verbose_json"})", 12, 9,
+                                     2.5)},
+  };
+}
+
+// 48 tokens per window (the prompt gets 23 of the previous text): cheap enough for the
+// sanitizer build.
+constexpr int kShortTextContext = 96;
+
+// Many concurrent requests of mixed options and formats, sessions among them, answer on a
+// batching server exactly what a one-at-a-time server answers to each alone (fp32 CPU:
+// bit for bit, so the rendered bodies match byte for byte, timings aside).
+TEST(BatchingServerOutput, ConcurrentMixedRequestsAndSessionsAnswerAsOnAOneAtATimeServer) {
+  const auto calls = mixed_calls();
+  std::vector<std::string> alone, together(calls.size());
+  {
+    int port = 0;
+    auto reference = narrow_server(1, port, kShortTextContext);
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(300, 0);
+    for (const auto& [name, call] : calls) alone.push_back(call(c));
+    reference->stop();
+  }
+  int port = 0;
+  auto batching = narrow_server(8, port, kShortTextContext);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < calls.size(); ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(300, 0);
+      together[i] = calls[i].second(c);
+    });
+  for (auto& t : clients) t.join();
+  httplib::Client c("127.0.0.1", port);
+  const std::string m = c.Get("/metrics")->body;
+  batching->stop();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(alone[i].substr(0, 4), "200 ") << calls[i].first << ": " << alone[i].substr(0, 300);
+    EXPECT_EQ(together[i], alone[i]) << calls[i].first;
+  }
+  EXPECT_GT(metric(m, "hark_batch_rows_stepped_total"), metric(m, "hark_batch_steps_total"))
+      << "no step carried more than one row: nothing was batched";
 }
 
 }  // namespace
