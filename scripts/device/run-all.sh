@@ -13,7 +13,8 @@
 #     batching: the batching scheduler on the GPU (hark_test_gpu's BatchingOnTheGpu:
 #            concurrent requests against one at a time, f16 and f32)
 #     batching-bench: the batching server against --max-batch 1 under 64 clients sending
-#            10-60 s clips (scripts/bench-batching.sh, large-v3-turbo shape f16)
+#            10-60 s clips (scripts/bench-batching.sh, large-v3-turbo shape f16); env
+#            BATCH_CONCURRENCY, BATCH_REQUESTS, BATCH_CLIPS ("30": offline-like 30 s windows)
 #   (full runs everything but the check and batching parts; run each in a call of its own)
 set -uo pipefail
 mode=${1:-full}
@@ -87,8 +88,8 @@ if [[ $mode == batching ]]; then
 fi
 if [[ $mode == batching-bench ]]; then
   section "batching server against --max-batch 1 (large-v3-turbo shape f16, 64 clients, 10-60 s clips)"
-  HARK=$hark DEVICE=cuda THREADS=4 CONCURRENCY=64 REQUESTS=${BATCH_REQUESTS:-128} ROUNDS=1 \
-    CLIP_SECONDS="10 15 20 25 30 40 50 60" EXTRA_SERVE="--compute-type f16" OUT="$OUT/bench-batching" \
+  HARK=$hark DEVICE=cuda THREADS=4 CONCURRENCY=${BATCH_CONCURRENCY:-64} REQUESTS=${BATCH_REQUESTS:-128} ROUNDS=1 \
+    CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} EXTRA_SERVE="--compute-type f16" OUT="$OUT/bench-batching" \
     timeout 540 bash scripts/bench-batching.sh synthetic:large-v3-turbo 2>&1 | tee "$OUT/bench_batching.log" |
     sed 's/^/    /' | tee -a "$results"
   echo "done in $SECONDS s" | tee -a "$results"

@@ -41,6 +41,9 @@ std::unique_ptr<DecoderState> WhisperModel::new_slot_state(int rows, int windows
   Tensor zeros = Tensor::zeros({frames, width}, be.act_dtype());
   Tensor pad = state->buffers_->cross_kv.rows(windows * frames, (windows + 1) * frames);
   be.copy(zeros, pad);
+  // Rows past the last active one are not stepped on every backend (step_rows): their
+  // logits, which a selection over the whole state reads, start as zeros, not garbage.
+  be.copy(Tensor::zeros({rows, hp.n_vocab}, DType::F32), state->buffers_->step_logits);
   return state;
 }
 
@@ -132,9 +135,20 @@ void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> token
   const int rows = state.batch();
   if (state.pad_window_ < 0 || static_cast<int>(tokens.size()) != rows || static_cast<int>(active.size()) != rows)
     throw Error(ErrorCode::InvalidArgument, "[decoder] step_rows needs a slot state and one token per row");
+  // A backend that records steps replays one record per state size, so it steps every row
+  // (free rows read the padding window). One that does not steps the rows up to the last
+  // active one only: there a free row costs as much as a used one, and rows are computed
+  // independently, so the active rows get the same numbers either way.
+  int span = rows;
+  if (!be.records_replays()) {
+    span = 0;
+    for (int r = 0; r < rows; ++r)
+      if (active[r]) span = r + 1;
+    if (span == 0) return;
+  }
   DecoderBuffers& buf = *state.buffers_;
   int32_t* in = buf.host_inputs.data<int32_t>();
-  for (int r = 0; r < rows; ++r) {
+  for (int r = 0; r < span; ++r) {
     if (active[r] && state.lengths_[r] + 1 > hp.n_text_ctx)
       throw Error(ErrorCode::InvalidArgument, "[decoder] sequence would exceed the text context of " +
                                                   std::to_string(hp.n_text_ctx) + " tokens");
@@ -145,15 +159,22 @@ void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> token
     // A row sitting this step out writes its padding K/V just past its sequence, where its
     // next real token will overwrite it (a full row, which never steps again, at its last).
     in[r] = std::min(state.lengths_[r], hp.n_text_ctx - 1);
-    in[rows + r] = state.row_window_[r];
-    in[2 * rows + r] = token;
+    in[span + r] = state.row_window_[r];
+    in[2 * span + r] = token;
   }
-  be.replay(buf.id << 8 | DecoderBuffers::kSlotStepKey, [&] {
-    Tensor logits = decoder_forward(state, 1, false, nullptr);
-    be.copy_async(logits, buf.step_logits);
-  });
-  be.synchronize();
-  for (int r = 0; r < rows; ++r)
+  if (span == rows) {
+    be.replay(buf.id << 8 | DecoderBuffers::kSlotStepKey, [&] {
+      Tensor logits = decoder_forward(state, 1, false, nullptr);
+      be.copy_async(logits, buf.step_logits);
+    });
+    be.synchronize();
+  } else {
+    Tensor logits = decoder_forward(state, 1, false, nullptr, 0, span);
+    Tensor dst = buf.step_logits.rows(0, span);
+    be.copy_async(logits, dst);
+    be.synchronize();
+  }
+  for (int r = 0; r < span; ++r)
     if (active[r]) state.lengths_[r] += 1;
 }
 
