@@ -27,8 +27,10 @@ if [[ ! -x $bundle/bin/hark ]]; then
   python3 -c "import tarfile; tarfile.open('.device-carry/bundle.tar.xz').extractall('/tmp/hark-bundle')" ||
     { echo "no bundle: run scripts/device/bundle.sh here first and carry .device-carry/bundle.tar.xz"; exit 1; }
 fi
-# The binaries were built in /work/main: they find test data and assets there.
-if [[ $root != /work/main && ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
+# The binaries find test data and assets in the tree they were built from (/work/main, or
+# the worktree bundle.sh ran in, which the bundle names in source_dir).
+built_in=$(cat "$bundle/source_dir" 2>/dev/null || echo /work/main)
+if [[ $root != "$built_in" && ! -e $built_in ]]; then mkdir -p "$(dirname "$built_in")" && ln -s "$root" "$built_in"; fi
 cuda_lib=$(dirname "$(python3 -c 'import nvidia.cu13, os; print(os.path.join(nvidia.cu13.__path__[0], "lib", "x"))' 2>/dev/null || echo /usr/local/cuda/lib64/x)")
 export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64:$cuda_lib:${LD_LIBRARY_PATH:-}
 export HARK_CUDA_MODULE=$bundle/bin/libhark_cuda.so
