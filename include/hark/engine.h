@@ -1,6 +1,7 @@
 // The public entry point: an Engine owns a loaded checkpoint on one device and
-// transcribes 16 kHz mono float audio. One Engine runs one job at a time; the server
-// puts a FIFO queue in front of it.
+// transcribes 16 kHz mono float audio. An Engine opened with max_batch > 1 runs many jobs
+// at once from different threads and batches their model work; otherwise it runs one job
+// at a time and the server puts a FIFO queue in front of it.
 #pragma once
 
 #include <atomic>
@@ -36,6 +37,20 @@ class StreamingRun {
   virtual double fed_seconds() const = 0;
 };
 
+// What an engine that batches its runs together reports (zeros for one that does not).
+struct BatchStats {
+  int max_rows = 0;          // the most decoder rows stepped together (--max-batch)
+  int row_capacity = 0;      // rows of the batch now (a power of two; free rows included)
+  int rows_active = 0;       // rows held by sequences now
+  int groups_waiting = 0;    // sequence groups waiting for rows
+  int windows_waiting = 0;   // windows waiting for the encoder
+  uint64_t steps = 0, rows_stepped = 0;  // decoder steps so far, and the rows they advanced
+  uint64_t prefills = 0, encoder_calls = 0, windows_encoded = 0;
+  // Seconds the scheduler's thread spent in decoder steps, waiting for the groups' tokens
+  // before a step, in prefills and in encoder calls.
+  double step_seconds = 0, gather_seconds = 0, prefill_seconds = 0, encode_seconds = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -45,6 +60,10 @@ class Engine {
                                 const RunHooks& hooks = {}) = 0;
   virtual std::unique_ptr<StreamingRun> stream(const TranscribeOptions& options, const RunHooks& hooks = {}) = 0;
   virtual std::string model_name() const = 0;
+  // How many transcribe() and stream() runs may proceed at once from different threads
+  // (1: the engine runs one job at a time and its caller serialises them).
+  virtual int max_concurrent_runs() const { return 1; }
+  virtual BatchStats batch_stats() const { return {}; }
 };
 
 }  // namespace hark

@@ -53,6 +53,11 @@ struct EngineOptions {
   std::string device = "cpu";  // cpu | cuda | cuda:N | auto
   int threads = 0;           // 0 = all hardware threads
   std::string compute_type = "auto";  // auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16
+  // > 1: runs proceed at once from many threads, their windows encoded together and their
+  // decoder steps batched, up to this many sequences per step (src/batch/); 1: one run at
+  // a time; 0: batching with the device's default (16 on the CPU, 64 on a GPU).
+  int max_batch = 1;
+  int encode_batch = 0;  // windows per encoder call when batching; 0: 1 on the CPU, 16 on a GPU
 };
 
 }  // namespace hark

@@ -20,6 +20,7 @@ cmake --build "$build" -j "${JOBS:-$(nproc)}" --target hark hark_cuda_module har
 out=.device-carry/bundle
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/tests" "$out/lib"
+pwd >"$out/source_dir"  # the binaries look for test data and models there (run-all.sh links it)
 cp "$build/bin/hark" "$build/bin/libhark_cuda.so" "$out/bin/"
 cp "$build/tests/hark_test_cuda" "$build/tests/hark_test_gpu" "$build/tests/hark_test_model" "$out/tests/"
 strip --strip-unneeded "$out"/bin/* "$out"/tests/*

@@ -10,7 +10,12 @@
 #     check: compute-sanitizer (memcheck, racecheck) on the CUDA tests, and Nsight
 #            Compute's duration of every kernel of a turbo f16 bench (encoder windows,
 #            decoder steps) as CSV for scripts/device/kernel_table.py
-#   (full runs everything but check's part; run check in a second call)
+#     batching: the batching scheduler on the GPU (hark_test_gpu's BatchingOnTheGpu:
+#            concurrent requests against one at a time, f16 and f32)
+#     batching-bench: the batching server against --max-batch 1 under 64 clients sending
+#            10-60 s clips (scripts/bench-batching.sh, large-v3-turbo shape f16); env
+#            BATCH_CONCURRENCY, BATCH_REQUESTS, BATCH_CLIPS ("30": offline-like 30 s windows)
+#   (full runs everything but the check and batching parts; run each in a call of its own)
 set -uo pipefail
 mode=${1:-full}
 OUT=${OUT:-/tmp/hark-device-out}
@@ -22,8 +27,10 @@ if [[ ! -x $bundle/bin/hark ]]; then
   python3 -c "import tarfile; tarfile.open('.device-carry/bundle.tar.xz').extractall('/tmp/hark-bundle')" ||
     { echo "no bundle: run scripts/device/bundle.sh here first and carry .device-carry/bundle.tar.xz"; exit 1; }
 fi
-# The binaries were built in /work/main: they find test data and assets there.
-if [[ $root != /work/main && ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
+# The binaries find test data and assets in the tree they were built from (/work/main, or
+# the worktree bundle.sh ran in, which the bundle names in source_dir).
+built_in=$(cat "$bundle/source_dir" 2>/dev/null || echo /work/main)
+if [[ $root != "$built_in" && ! -e $built_in ]]; then mkdir -p "$(dirname "$built_in")" && ln -s "$root" "$built_in"; fi
 cuda_lib=$(dirname "$(python3 -c 'import nvidia.cu13, os; print(os.path.join(nvidia.cu13.__path__[0], "lib", "x"))' 2>/dev/null || echo /usr/local/cuda/lib64/x)")
 export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64:$cuda_lib:${LD_LIBRARY_PATH:-}
 export HARK_CUDA_MODULE=$bundle/bin/libhark_cuda.so
@@ -45,7 +52,7 @@ run() {  # name, timeout seconds, command...
   timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
   echo "- \`$name\`: exit $rc, $((SECONDS - t0)) s" | tee -a "$results"
-  grep -E '^\[  (PASSED|FAILED|SKIPPED) |FAILED TEST|tests ran|^\[toy fast path|^(mel|encoder|decoder|window|end to end|cold start|model|transformers) ' "$OUT/$name.log" | head -60 | sed 's/^/    /' | tee -a "$results"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |FAILED TEST|tests ran|^\[toy fast path|^\[batching on the GPU|^(mel|encoder|decoder|window|end to end|cold start|model|transformers) ' "$OUT/$name.log" | head -60 | sed 's/^/    /' | tee -a "$results"
   return $rc
 }
 {
@@ -81,6 +88,24 @@ if [[ $mode == check ]]; then
   exit 0
 fi
 
+if [[ $mode == batching ]]; then
+  section "batching: concurrent requests against one at a time on the GPU"
+  run batching_tests 540 "$bundle/tests/hark_test_gpu" --gtest_filter='*BatchingOnTheGpu*' \
+    --gtest_output=xml:"$OUT/batching_tests.xml"
+  grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/batching_tests.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+if [[ $mode == batching-bench ]]; then
+  section "batching server against --max-batch 1 (large-v3-turbo shape f16, 64 clients, 10-60 s clips)"
+  HARK=$hark DEVICE=cuda THREADS=4 CONCURRENCY=${BATCH_CONCURRENCY:-64} REQUESTS=${BATCH_REQUESTS:-128} ROUNDS=1 \
+    CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} EXTRA_SERVE="--compute-type f16" OUT="$OUT/bench-batching" \
+    timeout 540 bash scripts/bench-batching.sh synthetic:large-v3-turbo 2>&1 | tee "$OUT/bench_batching.log" |
+    sed 's/^/    /' | tee -a "$results"
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+
 section "CUDA ops (f32, f16, bf16 against the CPU)"
 run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_output=xml:"$OUT/cuda_ops.xml"
 section "fp32 parity against transformers (goldens)"
@@ -89,7 +114,8 @@ large=()
 run parity 600 "${large[@]}" "$bundle/tests/hark_test_model" --gtest_filter='*ModelParity*cuda*:*BatchedDecode*' \
   --gtest_output=xml:"$OUT/parity.xml"
 section "fast path against fp32 (synthetic shapes, bundled model)"
-run fast_path 900 "${large[@]}" "$bundle/tests/hark_test_gpu" --gtest_output=xml:"$OUT/fast_path.xml"
+run fast_path 900 "${large[@]}" "$bundle/tests/hark_test_gpu" --gtest_filter='-*BatchingOnTheGpu*' \
+  --gtest_output=xml:"$OUT/fast_path.xml"
 grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/parity.xml" "$OUT/fast_path.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
 
 section "the program on the GPU: hark transcribe and hark serve (bundled model)"

@@ -16,6 +16,7 @@
 
 #include "audio/audio.h"
 #include "audio/mel.h"
+#include "cli/bench_server.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "core/cpu/gemm.h"
@@ -44,6 +45,7 @@ struct BenchArgs {
   int e2e_tokens = 0;  // > 0: cap each window's sampled tokens (synthetic weights never stop)
   std::string language = "en";  // of the --e2e runs; "auto" detects it (one more encoder pass)
   bool e2e = false;
+  ServerBenchArgs server;  // --server: the load generator instead
 };
 
 double median(std::vector<double> v) {
@@ -224,11 +226,38 @@ void run_bench(const BenchArgs& args) {
   }
 }
 
+void print_server_report(const nlohmann::json& r) {
+  const auto& l = r["latency_ms"];
+  std::printf("%d requests (%d failed) from %d clients in %.1f s: %.1f s of audio -> %.1f audio s per s (RTFx), "
+              "%.2f requests/s\n",
+              r["requests"].get<int>(), r["errors"].get<int>(), r["concurrency"].get<int>(),
+              r["wall_seconds"].get<double>(), r["audio_seconds"].get<double>(), r["rtfx"].get<double>(),
+              r["requests_per_second"].get<double>());
+  std::printf("latency ms: p50 %.0f  p95 %.0f  p99 %.0f  max %.0f  mean %.0f\n", l["p50"].get<double>(),
+              l["p95"].get<double>(), l["p99"].get<double>(), l["max"].get<double>(), l["mean"].get<double>());
+  for (const auto& [kind, n] : r["error_kinds"].items()) std::printf("errors: %d x %s\n", n.get<int>(), kind.c_str());
+  if (r.contains("gpu_memory_peak_mib"))
+    std::printf("GPU memory in use (this machine, peak): %.0f MiB\n", r["gpu_memory_peak_mib"].get<double>());
+}
+
+void run_bench_command(const BenchArgs& args) {
+  if (args.server.url.empty()) return run_bench(args);
+  if (args.server.clips.empty()) throw Error(ErrorCode::InvalidArgument, "[bench] --server needs --clips DIR");
+  const nlohmann::json report = run_server_bench(args.server);
+  print_server_report(report);
+  if (!args.json.empty()) {
+    std::ofstream f(args.json);
+    f << report.dump(2) << "\n";
+    if (!f) throw Error(ErrorCode::Io, "[bench] cannot write " + args.json);
+  }
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  auto* cmd = app.add_subcommand("bench", "Time the mel, encoder and decoder on 30 s windows (and a whole clip)");
+  auto* cmd = app.add_subcommand("bench", "Time the mel, encoder and decoder on 30 s windows (and a whole clip), "
+                                          "or load a running server (--server URL --clips DIR)");
   cmd->add_option("--model,-m", args->model, "Checkpoint path, or synthetic:SIZE for seeded random weights")
       ->capture_default_str();
   cmd->add_option("--clip", args->clip, "Audio file for the mel timing (first 30 s, looped if shorter) and --e2e");
@@ -247,7 +276,18 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, 224));
   cmd->add_option("--language", args->language, "Language of the --e2e runs (auto: detect it)")->capture_default_str();
   cmd->add_option("--json", args->json, "Write the figures to this JSON file");
-  cmd->callback([args] { run_bench(*args); });
+  auto& sv = args->server;
+  cmd->add_option("--server", sv.url, "Load-generate against a running server instead (http://HOST:PORT)");
+  cmd->add_option("--clips", sv.clips, "With --server: a folder of audio files to replay (or one file)");
+  cmd->add_option("--concurrency,-c", sv.concurrency, "With --server: clients sending at once")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--requests,-n", sv.requests, "With --server: measured requests (0 = each client sends every clip once)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", sv.warmup, "With --server: requests sent first and not counted")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--field", sv.fields, "With --server: extra form field NAME=VALUE (repeatable), e.g. language=en");
+  cmd->add_option("--api-key", sv.api_key, "With --server: bearer token");
+  cmd->callback([args] { run_bench_command(*args); });
 }
 
 }  // namespace hark::cli

@@ -64,6 +64,8 @@ struct ServeFlags {
   std::string device = "auto";  // one device, or a GPU list (parsed, not served yet)
   int threads = 0;
   std::string compute_type = "auto";
+  int max_batch = 0;     // 0: auto (16 on the CPU, 64 on a GPU); 1: one job at a time
+  int encode_batch = 0;  // 0: auto (1 on the CPU, 16 on a GPU)
   double max_upload_mb = 100;
   serve::ServerOptions server;
 };
@@ -75,16 +77,19 @@ std::string default_model() {
 }
 
 serve::EngineFactory engine_factory(const ServeFlags& flags) {
-  return [model = flags.model, device = flags.device, threads = flags.threads,
-          compute_type = flags.compute_type]() -> std::unique_ptr<Engine> {
+  return [model = flags.model, device = flags.device, threads = flags.threads, compute_type = flags.compute_type,
+          max_batch = flags.max_batch, encode_batch = flags.encode_batch]() -> std::unique_ptr<Engine> {
     if (model.empty())
       throw Error(ErrorCode::Unavailable,
                   "[serve] no Whisper checkpoint on disk; fetch one with `hark get turbo` (or start `hark serve MODEL`)");
     EngineOptions o;
-    o.model = resolve_model(model);  // NotFound names the `hark get` command
+    // synthetic:SIZE (seeded random weights: benchmarks, tests) is made, not found on disk.
+    o.model = model.rfind("synthetic:", 0) == 0 ? model : resolve_model(model);  // NotFound names `hark get`
     o.device = device;
     o.threads = threads;
     o.compute_type = compute_type;
+    o.max_batch = max_batch;
+    o.encode_batch = encode_batch;
     return Engine::open(o);
   };
 }
@@ -181,6 +186,16 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--threads", flags->threads, "compute threads for the engine (0 = all cores)")->capture_default_str();
   cmd->add_option("--compute-type", flags->compute_type,
                   "activations: auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", flags->max_batch,
+                  "decoder sequences stepped together across requests (0 = auto: 16 on the CPU, 64 on a GPU; "
+                  "1 = one request at a time)")
+      ->capture_default_str()->check(CLI::Range(0, 1024));
+  cmd->add_option("--encode-batch", flags->encode_batch,
+                  "audio windows per encoder call when batching (0 = auto: 1 on the CPU, 16 on a GPU)")
+      ->capture_default_str()->check(CLI::Range(0, 256));
+  cmd->add_option("--max-queue", o.max_queue,
+                  "transcriptions queued or running at once; beyond it 503 with Retry-After (0 = no limit)")
       ->capture_default_str();
   cmd->add_option("--http-threads", o.http_threads, "connections served at once")->capture_default_str()->check(CLI::Range(2, 1024));
   cmd->add_option("--max-sessions", o.max_sessions, "open streaming sessions at most (429 beyond)")->capture_default_str();

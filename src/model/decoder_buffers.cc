@@ -10,10 +10,10 @@ DecoderBufferPool::~DecoderBufferPool() {
 }
 
 std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, const DecoderShape& shape,
-                                                           bool alias_cross_kv) {
+                                                           bool alias_cross_kv, bool slots) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto& sets = free_[{shape, alias_cross_kv}];
+    auto& sets = free_[{shape, alias_cross_kv, slots}];
     if (!sets.empty()) {
       auto set = std::move(sets.back());
       sets.pop_back();
@@ -25,6 +25,7 @@ std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, co
   set->shape = shape;
   set->id = next_id_++;
   set->alias_cross_kv = alias_cross_kv;
+  set->slots = slots;
   const int64_t rows = static_cast<int64_t>(shape.batch) * hp.n_text_ctx, d = hp.n_text_state;
   for (int i = 0; i < hp.n_text_layer; ++i) {
     set->self_k.push_back(be.alloc({rows, d}, be.act_dtype()));
@@ -41,14 +42,16 @@ std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, co
   set->spec = be.alloc({spec}, DType::I32);
   set->host_choices = be.alloc_host({shape.batch, DecoderBuffers::kMaxChoices, 2}, DType::I32);
   set->choices = be.alloc({shape.batch, DecoderBuffers::kMaxChoices, 2}, DType::I32);
+  if (slots) set->step_logits = be.alloc({shape.batch, hp.n_vocab}, DType::F32);
   return set;
 }
 
 void DecoderBufferPool::release(std::shared_ptr<DecoderBuffers> buffers) {
   if (buffers->alias_cross_kv) buffers->cross_kv = Tensor();  // do not keep the window alive
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& sets = free_[{buffers->shape, buffers->alias_cross_kv}];
-  if (sets.size() < kKeepPerShape) {
+  auto& sets = free_[{buffers->shape, buffers->alias_cross_kv, buffers->slots}];
+  // A slot state's set is large (a window per row) and there is one state per size in use.
+  if (sets.size() < (buffers->slots ? 1 : kKeepPerShape)) {
     sets.push_back(std::move(buffers));
     return;
   }
@@ -58,6 +61,7 @@ void DecoderBufferPool::release(std::shared_ptr<DecoderBuffers> buffers) {
 void DecoderBufferPool::forget(const DecoderBuffers& buffers) {
   // The plain step's record and one per choice count (decode_select).
   for (uint64_t k = 0; k <= DecoderBuffers::kMaxChoices; ++k) backend_->forget_replay(buffers.id << 8 | k);
+  if (buffers.slots) backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kSlotStepKey);
 }
 
 }  // namespace hark

@@ -26,6 +26,7 @@ struct DecoderBuffers {
   DecoderShape shape;
   uint64_t id = 0;                     // the backend's replay key for this set
   bool alias_cross_kv = false;
+  bool slots = false;  // a slot state's set (has step_logits)
   std::vector<Tensor> self_k, self_v;  // per layer [batch·n_text_ctx, d]
   // [windows·frames, n_text_layer·2·d]; for one window on a backend that records no
   // replays, an alias of that window's own K/V instead of a copy.
@@ -37,7 +38,9 @@ struct DecoderBuffers {
   // Token selection next to the logits (decode_select): the filters' spec and the choices.
   Tensor host_spec, spec;        // i32 select_spec_size(n_vocab, batch)
   Tensor host_choices, choices;  // i32 [batch, kMaxChoices, 2]
+  Tensor step_logits;            // slot states: f32 [batch, n_vocab] of the last step, on the device
   static constexpr int kMaxChoices = 16;
+  static constexpr uint64_t kSlotStepKey = 0xFF;  // replay key (low 8 bits) of a slot state's step
 };
 
 class DecoderBufferPool {
@@ -46,7 +49,8 @@ class DecoderBufferPool {
   ~DecoderBufferPool();
 
   // A free set of this shape, or a new one.
-  std::shared_ptr<DecoderBuffers> acquire(const HParams& hp, const DecoderShape& shape, bool alias_cross_kv);
+  std::shared_ptr<DecoderBuffers> acquire(const HParams& hp, const DecoderShape& shape, bool alias_cross_kv,
+                                          bool slots = false);
   // Takes a set back; keeps a few per shape and lets the backend forget the rest.
   void release(std::shared_ptr<DecoderBuffers> buffers);
 
@@ -55,7 +59,8 @@ class DecoderBufferPool {
   void forget(const DecoderBuffers& buffers);
   std::shared_ptr<Backend> backend_;
   std::mutex mutex_;
-  std::map<std::pair<DecoderShape, bool>, std::vector<std::shared_ptr<DecoderBuffers>>> free_;
+  // (shape, aliased cross K/V, slot state) → free sets
+  std::map<std::tuple<DecoderShape, bool, bool>, std::vector<std::shared_ptr<DecoderBuffers>>> free_;
   std::atomic<uint64_t> next_id_{1};
 };
 

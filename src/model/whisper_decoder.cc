@@ -72,12 +72,12 @@ void WhisperModel::validate_step(const DecoderState& state, std::span<const int3
                                                   " outside the vocabulary of " + std::to_string(hp.n_vocab));
 }
 
-void WhisperModel::stage_inputs(DecoderState& state, std::span<const int32_t> tokens) {
-  const int batch = state.batch();
+void WhisperModel::stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first, int count) {
+  if (count < 0) count = state.batch();
   int32_t* in = state.buffers_->host_inputs.data<int32_t>();
-  std::copy(state.lengths_.begin(), state.lengths_.end(), in);
-  std::copy(state.row_window_.begin(), state.row_window_.end(), in + batch);
-  std::copy(tokens.begin(), tokens.end(), in + 2 * batch);
+  std::copy_n(state.lengths_.begin() + first, count, in);
+  std::copy_n(state.row_window_.begin() + first, count, in + count);
+  std::copy(tokens.begin(), tokens.end(), in + 2 * count);
 }
 
 Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens, int n_new, bool all_positions,
@@ -112,12 +112,20 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
 }
 
 Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_positions,
-                                     CrossAttentionCapture* capture) {
+                                     CrossAttentionCapture* capture, int first, int count) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
   DecoderBuffers& buf = *state.buffers_;
-  const int batch = state.batch();
+  const int batch = count < 0 ? state.batch() : count;
   const int64_t d = hp.n_text_state, n_inputs = 2LL * batch + static_cast<int64_t>(batch) * n_new;
+  // Rows [first, first + batch) of the caches: the whole state, or the rows of one
+  // sequence group being prefilled next to a running batch (continuous batching).
+  const int64_t ctx_rows = hp.n_text_ctx;
+  auto rows_of = [&](Tensor& cache) {
+    return batch == state.batch() ? cache : cache.rows(first * ctx_rows, (first + batch) * ctx_rows);
+  };
+  const std::span<const int32_t> row_window_host =
+      std::span<const int32_t>(state.row_window_).subspan(static_cast<size_t>(first), static_cast<size_t>(batch));
   Tensor staged = buf.host_inputs.rows(0, n_inputs), inputs = buf.inputs.rows(0, n_inputs);
   be.copy_async(staged, inputs);
   const Tensor lengths = inputs.rows(0, batch), row_window = inputs.rows(batch, 2 * batch);
@@ -129,7 +137,8 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
       const Tensor* ws[] = {l.attn.query.weight, l.attn.key.weight, l.attn.value.weight};
       const Tensor* bs[] = {l.attn.query.bias, nullptr, l.attn.value.bias};
       Tensor qkv = ops::norm_linear_packed(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs);
-      Tensor att = ops::cached_attention(be, qkv, buf.self_k[layer], buf.self_v[layer], lengths, n_new, hp.n_text_head);
+      Tensor cache_k = rows_of(buf.self_k[layer]), cache_v = rows_of(buf.self_v[layer]);
+      Tensor att = ops::cached_attention(be, qkv, cache_k, cache_v, lengths, n_new, hp.n_text_head);
       ops::linear_residual(be, att, *l.attn.out.weight, l.attn.out.bias, x);
     }
     {  // cross-attention over the windows' K/V
@@ -140,7 +149,7 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
         for (size_t i = 0; i < capture->layers.size(); ++i)
           if (capture->layers[i] == layer) weights = &capture->weights[i];
       const PackedKV kv{&buf.cross_kv, buf.shape.frames, 2 * layer * d, (2 * layer + 1) * d};
-      Tensor att = ops::cross_attention(be, q, kv, row_window, state.row_window_, n_new, hp.n_text_head, weights);
+      Tensor att = ops::cross_attention(be, q, kv, row_window, row_window_host, n_new, hp.n_text_head, weights);
       ops::linear_residual(be, att, *l.cross_attn.out.weight, l.cross_attn.out.bias, x);
     }
     mlp_residual(be, x, l.mlp_ln, l.mlp);

@@ -48,6 +48,7 @@ class DecoderState {
   std::vector<std::shared_ptr<const AudioContext>> windows_;  // distinct audio windows
   std::vector<int32_t> row_window_;                          // per row: index into windows_
   std::vector<int> lengths_;                                 // cached tokens per row
+  int pad_window_ = -1;  // slot states: the zero window that free rows read
   std::shared_ptr<DecoderBuffers> buffers_;
   std::weak_ptr<DecoderBufferPool> pool_;
 };
@@ -101,6 +102,44 @@ class WhisperModel {
   // Self-attention caches are gathered; the audio (and its cross K/V) is never copied.
   void reorder(DecoderState& state, std::span<const int> source);
 
+  // ---- Continuous batching (decoder_slots.cc) ----
+  // A slot state has a fixed number of row slots and window slots, so that the sequences
+  // of many requests are decoded together while they come and go: a caller (the batch
+  // scheduler) copies each audio window into a free window slot, starts a group of rows
+  // on it in a free run of row slots, prefills the group's prompt on its own rows, steps
+  // every row at once, and frees the rows and the window when the group is done. Free
+  // rows read a zero padding window and decode a padding token; nothing reads their
+  // results. The shapes never change between steps (a backend may record the step once
+  // per state size and replay it), and on the CPU every row's numbers are those it would
+  // get decoded alone (row-independent products; see Backend::linear on the CPU).
+  std::unique_ptr<DecoderState> new_slot_state(int rows, int windows, int64_t frames);
+  // A slot state of another size holding the same rows, windows and caches (slot indices
+  // kept); rows and windows beyond a smaller size must be free.
+  std::unique_ptr<DecoderState> resize_slot_state(DecoderState& from, int rows, int windows);
+  int slot_windows(const DecoderState& state) const { return state.pad_window_; }
+  // Copies `audio`'s cross-attention K/V into window slot `window`.
+  void load_window(DecoderState& state, int window, const AudioContext& audio);
+  // Rows [first, first + count) start empty sequences reading window slot `window`, or
+  // (free_rows) go back to padding.
+  void start_rows(DecoderState& state, int first, int count, int window);
+  void free_rows(DecoderState& state, int first, int count);
+  // Appends n_new tokens to rows [first, first + count) only (tokens row-major) and
+  // returns the logits at each row's last position, [count, n_vocab] on the host.
+  Tensor decode_rows(DecoderState& state, int first, int count, std::span<const int32_t> tokens, int n_new);
+  // One token for every row whose `active` flag is set (tokens[r]; the others keep their
+  // sequence as it is). The logits stay on the device in the state; read them with
+  // slot_logits() and select_rows().
+  void step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active);
+  // The last step's logits of rows [first, first + count), [count, n_vocab] on the host.
+  Tensor slot_logits(DecoderState& state, int first, int count);
+  // The last step's k best tokens of the listed rows after the filters of `rules`
+  // (decode_select's selection, next to the logits), [rows.size() × k].
+  std::vector<TokenChoice> select_rows(DecoderState& state, std::span<const int> rows, const SelectionRules& rules,
+                                       std::span<const SampledSummary> summaries, int k);
+  // Beam bookkeeping within rows [first, first + source.size()): row first + i continues
+  // row first + source[i].
+  void reorder_rows(DecoderState& state, int first, std::span<const int> source);
+
  private:
   Tensor encoder_stem(const Tensor& mel, int n_ctx);
   Tensor encoder_convolutions(const Tensor& frames, int n_ctx);
@@ -119,9 +158,11 @@ class WhisperModel {
   };
   void encoder_block(Tensor& x, int batch, int layer);
   // The decoder's forward pass over the state's staged inputs; returns logits on the device.
-  Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture);
+  // Rows [first, first + count) only when count ≥ 0 (a group's prefill in a slot state).
+  Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture,
+                         int first = 0, int count = -1);
   void validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new) const;
-  void stage_inputs(DecoderState& state, std::span<const int32_t> tokens);
+  void stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first = 0, int count = -1);
 
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::shared_ptr<Backend> backend_;

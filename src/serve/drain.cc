@@ -100,12 +100,7 @@ bool Server::Impl::wait_for_accepted_work(Clock::time_point deadline, bool until
 void Server::Impl::close_sessions(const std::vector<std::shared_ptr<Session>>& closing) {
   // Queued behind the jobs already submitted for these sessions, so an accepted chunk is
   // fed before its session goes.
-  for (const auto& s : closing)
-    worker.submit([this, s](JobContext&) {
-      if (s->run) worker.unpin();
-      s->run.reset();
-      s->closed = true;
-    }, {nullptr, false});
+  for (const auto& s : closing) close_session(s, false);
 }
 
 DrainReport Server::Impl::drain() {

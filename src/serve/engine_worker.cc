@@ -1,5 +1,7 @@
 #include "serve/engine_worker.h"
 
+#include "serve/api_error.h"
+
 namespace hark::serve {
 namespace {
 
@@ -11,8 +13,8 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 Engine& JobContext::engine() { return worker_->ensure_loaded(load_ms_); }
 
-EngineWorker::EngineWorker(EngineFactory factory, ResidencyOptions options, Metrics* metrics)
-    : factory_(std::move(factory)), options_(options), metrics_(metrics) {
+EngineWorker::EngineWorker(EngineFactory factory, ResidencyOptions options, Metrics* metrics, size_t max_queue)
+    : factory_(std::move(factory)), options_(options), metrics_(metrics), max_queue_(max_queue) {
   counters_.idle_unload_sec = options_.resident ? 0 : options_.idle_unload_sec;
   last_used_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
@@ -37,6 +39,16 @@ std::future<void> EngineWorker::submit(JobFn fn, JobOptions options) {
           Error(ErrorCode::Unavailable, "[serve] the server is shutting down; retry on another instance")));
       return future;
     }
+    if (job->options.bounded) {
+      if (max_queue_ > 0 && bounded_ >= max_queue_) {
+        job->done.set_exception(std::make_exception_ptr(ApiError(
+            503, "server_error", "queue_full",
+            "[serve] " + std::to_string(max_queue_) +
+                " transcriptions are already queued or running (--max-queue); retry after the Retry-After delay")));
+        return future;
+      }
+      ++bounded_;
+    }
     queue_.push_back(std::move(job));
   }
   wake_.notify_all();
@@ -48,7 +60,7 @@ bool EngineWorker::unload_now() {
   auto done = submit(
       [this, unloaded](JobContext&) {
         std::lock_guard lock(mutex_);
-        if (!engine_ || pins_ > 0) return;
+        if (!engine_ || pins_ > 0 || running_ > 1) return;  // only between jobs
         engine_.reset();
         ++counters_.unloads;
         counters_.resident = false;
@@ -83,6 +95,16 @@ size_t EngineWorker::queue_depth() const {
   return queue_.size();
 }
 
+size_t EngineWorker::running_jobs() const {
+  std::lock_guard lock(mutex_);
+  return running_;
+}
+
+BatchStats EngineWorker::batch_stats() const {
+  std::lock_guard lock(mutex_);
+  return engine_ ? engine_->batch_stats() : BatchStats{};
+}
+
 void EngineWorker::shutdown() {
   {
     std::lock_guard lock(mutex_);
@@ -90,23 +112,58 @@ void EngineWorker::shutdown() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(mutex_);
+    threads_stop_ = true;
+  }
+  job_ready_.notify_all();
+  for (auto& t : job_threads_)
+    if (t.joinable()) t.join();
+  job_threads_.clear();
   engine_.reset();
 }
 
+// Before the engine is loaded, one job at a time (the first one loads it).
+int EngineWorker::concurrency() const { return engine_ ? std::max(1, engine_->max_concurrent_runs()) : 1; }
+
+// The dispatcher: starts queued jobs in order while the engine has room for them, and
+// pages the weights out when nothing runs.
 void EngineWorker::run() {
   std::unique_lock lock(mutex_);
   while (true) {
-    if (queue_.empty()) {
-      if (stopping_) return;
+    if (queue_.empty() || running_ >= static_cast<size_t>(concurrency())) {
+      if (stopping_ && queue_.empty() && running_ == 0) return;
+      if (running_ > 0 || !queue_.empty()) {
+        wake_.wait(lock);
+        continue;
+      }
       maybe_idle_unload(lock);
       continue;
     }
-    auto job = std::move(queue_.front());
+    started_.push_back(std::move(queue_.front()));
     queue_.pop_front();
+    ++running_;
+    if (started_.size() > idle_threads_) job_threads_.emplace_back([this] { job_thread(); });
+    job_ready_.notify_one();
+  }
+}
+
+void EngineWorker::job_thread() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    ++idle_threads_;
+    job_ready_.wait(lock, [&] { return threads_stop_ || !started_.empty(); });
+    --idle_threads_;
+    if (started_.empty()) return;  // stopping
+    auto job = std::move(started_.front());
+    started_.pop_front();
     lock.unlock();
     run_job(*job);
+    job.reset();
     lock.lock();
+    --running_;
     last_used_ = std::chrono::steady_clock::now();
+    wake_.notify_all();
   }
 }
 
@@ -127,7 +184,11 @@ void EngineWorker::maybe_idle_unload(std::unique_lock<std::mutex>& lock) {
 }
 
 Engine& EngineWorker::ensure_loaded(double& load_ms) {
-  if (engine_) return *engine_;
+  std::lock_guard load_lock(load_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (engine_) return *engine_;
+  }
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Engine> engine;
   try {
@@ -154,6 +215,15 @@ void EngineWorker::run_job(Job& job) {
   ctx.cancel_ = job.options.cancel.get();
   ctx.queue_ms_ = ms_since(job.queued_at);
   if (metrics_) metrics_->observe_queue_wait(ctx.queue_ms_ / 1000.0);
+  struct Unbound {  // the job no longer counts toward --max-queue once it ends
+    EngineWorker& w;
+    bool bounded;
+    ~Unbound() {
+      if (!bounded) return;
+      std::lock_guard lock(w.mutex_);
+      --w.bounded_;
+    }
+  } unbound{*this, job.options.bounded};
   if (job.options.cancel && job.options.cancel->load()) {
     job.done.set_exception(std::make_exception_ptr(Error(ErrorCode::Cancelled, "[serve] the client went away before its job started")));
     return;

@@ -1,7 +1,8 @@
-// The one thread that owns the Engine. HTTP threads submit jobs to a FIFO queue; the
-// worker loads the checkpoint on first use, runs jobs one at a time and pages the
-// weights out after --idle-unload seconds unless the server is --resident or a
-// streaming session still needs them.
+// The worker that owns the Engine. HTTP threads submit jobs to a FIFO queue; the worker
+// loads the checkpoint on first use, starts jobs in order on job threads — one at a time,
+// or as many at once as the engine runs (a batching engine shares its model among them,
+// src/batch/) — and pages the weights out after --idle-unload seconds without jobs unless
+// the server is --resident or a streaming session still needs them.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "hark/engine.h"
 #include "serve/metrics.h"
@@ -55,18 +57,22 @@ using JobFn = std::function<void(JobContext&)>;
 struct JobOptions {
   std::shared_ptr<std::atomic<bool>> cancel;  // set by the HTTP thread when the client leaves
   bool count_as_request = true;               // residency counter "requests"
+  bool bounded = false;                       // counts toward --max-queue (one-shot transcriptions)
 };
 
 class EngineWorker {
  public:
-  EngineWorker(EngineFactory factory, ResidencyOptions options, Metrics* metrics = nullptr);
+  // max_queue > 0: at most that many bounded jobs waiting or running; submit() fails
+  // further ones with 503 queue_full.
+  EngineWorker(EngineFactory factory, ResidencyOptions options, Metrics* metrics = nullptr, size_t max_queue = 0);
   ~EngineWorker();
   EngineWorker(const EngineWorker&) = delete;
   EngineWorker& operator=(const EngineWorker&) = delete;
 
   // Queues `fn`; the future completes when it ran (or rethrows what it threw). A job
   // whose cancel flag is set before it starts fails with ErrorCode::Cancelled unrun.
-  // After shutdown() it fails with ErrorCode::Unavailable.
+  // After shutdown() it fails with ErrorCode::Unavailable; beyond --max-queue with a 503
+  // ApiError (queue_full).
   std::future<void> submit(JobFn fn, JobOptions options = {});
 
   // Pages the weights out between jobs; false when nothing was loaded or a session pins them.
@@ -76,7 +82,10 @@ class EngineWorker {
   void unpin();
 
   ResidencyCounters counters() const;
-  size_t queue_depth() const;
+  size_t queue_depth() const;   // jobs waiting to start
+  size_t running_jobs() const;
+  // The loaded engine's batching figures (zeros when none is loaded or it does not batch).
+  BatchStats batch_stats() const;
   // Runs every queued job, then stops the thread. Idempotent.
   void shutdown();
 
@@ -91,19 +100,28 @@ class EngineWorker {
 
   void run();
   void run_job(Job& job);
+  void job_thread();
+  int concurrency() const;  // jobs that may run at once now (mutex_ held)
   Engine& ensure_loaded(double& load_ms);
   void maybe_idle_unload(std::unique_lock<std::mutex>& lock);
 
   EngineFactory factory_;
   ResidencyOptions options_;
   Metrics* metrics_;
+  size_t max_queue_;
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
+  std::condition_variable wake_;       // the dispatcher waits here
+  std::condition_variable job_ready_;  // idle job threads wait here
   std::deque<std::unique_ptr<Job>> queue_;
-  bool stopping_ = false;
+  std::deque<std::unique_ptr<Job>> started_;  // dispatched, not yet taken by a job thread
+  size_t running_ = 0, idle_threads_ = 0, bounded_ = 0;
+  std::vector<std::thread> job_threads_;
+  bool stopping_ = false, threads_stop_ = false;
   int pins_ = 0;
-  std::unique_ptr<Engine> engine_;  // touched only by the worker thread (and the destructor)
+  // Set and reset by the dispatcher or by a job while no other job runs; read by jobs.
+  std::unique_ptr<Engine> engine_;
+  std::mutex load_mutex_;
   std::chrono::steady_clock::time_point last_used_;
   ResidencyCounters counters_;
   std::thread thread_;

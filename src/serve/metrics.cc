@@ -15,6 +15,39 @@ std::string number(double v) {
   return buf;
 }
 
+// The batching engine's queue and occupancy (src/batch/): rows in use against the
+// --max-batch budget, what waits for rows and for the encoder, and running totals.
+template <class Header>
+void render_batch(std::string& out, const BatchStats& b, Header& header) {
+  auto gauge = [&](const char* name, const char* help, double value) {
+    header(name, "gauge", help);
+    out += std::string(name) + " " + number(value) + "\n";
+  };
+  auto counter = [&](const char* name, const char* help, uint64_t value) {
+    header(name, "counter", help);
+    out += std::string(name) + " " + std::to_string(value) + "\n";
+  };
+  gauge("hark_batch_max_rows", "Decoder rows that may be stepped together (--max-batch).", b.max_rows);
+  gauge("hark_batch_rows", "Decoder rows held by sequences now.", b.rows_active);
+  gauge("hark_batch_row_capacity", "Rows of the batch now (a power of two, free rows included).", b.row_capacity);
+  gauge("hark_batch_occupancy", "Rows in use over --max-batch.", b.max_rows > 0 ? double(b.rows_active) / b.max_rows : 0);
+  gauge("hark_batch_sequences_waiting", "Sequence groups waiting for decoder rows.", b.groups_waiting);
+  gauge("hark_batch_windows_waiting", "Audio windows waiting for the encoder.", b.windows_waiting);
+  counter("hark_batch_steps_total", "Batched decoder steps.", b.steps);
+  counter("hark_batch_rows_stepped_total", "Rows advanced by those steps (over steps: the mean batch).", b.rows_stepped);
+  counter("hark_batch_prefills_total", "Prompt prefills run between steps.", b.prefills);
+  counter("hark_encoder_calls_total", "Encoder calls.", b.encoder_calls);
+  counter("hark_encoder_windows_total", "Windows encoded (over calls: the mean encoder batch).", b.windows_encoded);
+  auto seconds = [&](const char* name, const char* help, double value) {
+    header(name, "counter", help);
+    out += std::string(name) + " " + number(value) + "\n";
+  };
+  seconds("hark_batch_step_seconds_total", "Time in batched decoder steps.", b.step_seconds);
+  seconds("hark_batch_gather_seconds_total", "Time a step waited for the groups' next tokens.", b.gather_seconds);
+  seconds("hark_batch_prefill_seconds_total", "Time in prompt prefills.", b.prefill_seconds);
+  seconds("hark_encoder_seconds_total", "Time in encoder calls.", b.encode_seconds);
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -106,6 +139,9 @@ std::string Metrics::render_prometheus(const LiveGauges& live) const {
   out += "hark_requests_cancelled_total " + std::to_string(cancelled_) + "\n";
   header("hark_queue_depth", "gauge", "Jobs waiting for the engine worker.");
   out += "hark_queue_depth " + std::to_string(live.queue_depth) + "\n";
+  header("hark_jobs_running", "gauge", "Engine jobs running now (a batching engine runs many at once).");
+  out += "hark_jobs_running " + std::to_string(live.jobs_running) + "\n";
+  render_batch(out, live.batch, header);
   header("hark_requests_in_flight", "gauge", "Requests being handled now.");
   out += "hark_requests_in_flight " + std::to_string(live.requests_in_flight) + "\n";
   header("hark_sessions_open", "gauge", "Open streaming sessions.");

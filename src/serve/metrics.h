@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "hark/engine.h"
+
 namespace hark::serve {
 
 class Histogram {
@@ -27,6 +29,8 @@ class Histogram {
 // Values owned elsewhere (worker, sessions) that the exposition reads at scrape time.
 struct LiveGauges {
   size_t queue_depth = 0;
+  size_t jobs_running = 0;
+  BatchStats batch;  // the batching engine's figures (zeros when it does not batch)
   size_t sessions_open = 0;
   size_t requests_in_flight = 0;
   bool model_resident = false;

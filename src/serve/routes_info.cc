@@ -4,6 +4,17 @@
 
 namespace hark::serve {
 
+namespace {
+
+nlohmann::json batch_json(const BatchStats& b) {
+  return {{"max_rows", b.max_rows},           {"rows", b.rows_active},         {"row_capacity", b.row_capacity},
+          {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"steps", b.steps},
+          {"rows_stepped", b.rows_stepped},   {"prefills", b.prefills},        {"encoder_calls", b.encoder_calls},
+          {"windows_encoded", b.windows_encoded}};
+}
+
+}  // namespace
+
 void Server::Impl::install_info_routes() {
   using json = nlohmann::json;
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -59,7 +70,9 @@ void Server::Impl::install_info_routes() {
           {"started_at", std::chrono::duration_cast<std::chrono::seconds>(started_at.time_since_epoch()).count()},
           {"uptime_sec", uptime}}},
         {"transcription", residency_json()},
-        {"queue", {{"depth", worker.queue_depth()}, {"in_flight", in_flight.load()}}},
+        {"queue", {{"depth", worker.queue_depth()}, {"running", worker.running_jobs()}, {"in_flight", in_flight.load()},
+                   {"max", options.max_queue}}},
+        {"batch", batch_json(worker.batch_stats())},
         {"sessions", {{"open", sessions.open_count()}, {"max", options.max_sessions}}},
         {"audio_seconds", metrics.audio_seconds()},
         {"http_requests", metrics.requests_total()}};
@@ -67,8 +80,16 @@ void Server::Impl::install_info_routes() {
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     auto c = worker.counters();
-    LiveGauges live{worker.queue_depth(), sessions.open_count(), in_flight.load(), c.resident,
-                    c.loads,              c.unloads,             c.last_load_ms};
+    LiveGauges live;
+    live.queue_depth = worker.queue_depth();
+    live.jobs_running = worker.running_jobs();
+    live.batch = worker.batch_stats();
+    live.sessions_open = sessions.open_count();
+    live.requests_in_flight = in_flight.load();
+    live.model_resident = c.resident;
+    live.model_loads = c.loads;
+    live.model_unloads = c.unloads;
+    live.last_load_ms = c.last_load_ms;
     res.set_content(metrics.render_prometheus(live), "text/plain; version=0.0.4; charset=utf-8");
   });
   http.Post("/admin/transcription/unload", [this](const httplib::Request&, httplib::Response& res) {

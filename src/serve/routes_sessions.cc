@@ -55,6 +55,8 @@ bool wants_partial(const httplib::Request& req) {
 // Text of the audio after the last final segment, from one greedy pass over it. Nothing
 // is committed: the next chunk may complete the window and finalize different text.
 std::string preview_text(Engine& engine, const Session& s) {
+  RunHooks hooks;
+  hooks.cancel = s.cancel.get();
   if (s.pending.samples.size() < kMinPreviewSamples) return "";
   TranscribeOptions o = s.params.options;
   o.temperatures = {0.0f};
@@ -62,10 +64,53 @@ std::string preview_text(Engine& engine, const Session& s) {
   o.word_timestamps = false;
   o.hallucination_silence_threshold.reset();
   o.clip_timestamps.clear();
-  return engine.transcribe(s.pending.samples, o).text;
+  return engine.transcribe(s.pending.samples, o, hooks).text;
 }
 
 }  // namespace
+
+std::future<void> Server::Impl::session_job(const std::shared_ptr<Session>& s, std::function<void(JobContext&)> fn,
+                                            bool count_as_request) {
+  // Counted and submitted under the session's mutex, so a close job submitted later is
+  // also started later and finds every earlier job counted.
+  std::lock_guard lock(s->mutex);
+  if (s->closing || s->closed) throw closed_error(s->id);
+  ++s->jobs_in_flight;
+  auto ran = std::make_shared<bool>(false);
+  auto done = worker.submit(
+      [s, ran, fn = std::move(fn)](JobContext& ctx) {
+        std::unique_lock job_lock(s->mutex);
+        *ran = true;
+        struct Settle {
+          Session& s;
+          ~Settle() {
+            if (--s.jobs_in_flight == 0) s.settled.notify_all();
+          }
+        } settle{*s};
+        fn(ctx);
+      },
+      {nullptr, count_as_request});
+  if (done.wait_for(std::chrono::seconds(0)) == std::future_status::ready && !*ran) --s->jobs_in_flight;
+  return done;
+}
+
+std::future<void> Server::Impl::close_session(const std::shared_ptr<Session>& s, bool stop_running_job) {
+  // A delete stops the running job at its next decoder step; a drain lets accepted chunks
+  // finish. The close job waits for the jobs submitted before it either way.
+  if (stop_running_job) s->cancel->store(true);
+  std::lock_guard lock(s->mutex);
+  if (s->closing) return {};
+  s->closing = true;
+  return worker.submit(
+      [this, s](JobContext&) {
+        std::unique_lock job_lock(s->mutex);
+        s->settled.wait(job_lock, [&] { return s->jobs_in_flight == 0; });
+        if (s->run) worker.unpin();
+        s->run.reset();
+        s->closed = true;
+      },
+      {nullptr, false});
+}
 
 void Server::Impl::install_session_routes() {
   using Reader = httplib::ContentReader;
@@ -97,14 +142,17 @@ void Server::Impl::open_session(const httplib::Request& req, httplib::Response& 
     throw bad_request("[serve] field 'response_format' of a session must be json or verbose_json");
   auto session = sessions.create(std::move(params));
   auto model = std::make_shared<std::string>();
-  auto opened = worker.submit(
+  auto opened = session_job(
+      session,
       [this, session, model](JobContext& ctx) {
         Engine& engine = ctx.engine();
         *model = engine.model_name();
-        session->run = engine.stream(session->params.options, {});
+        RunHooks hooks;
+        hooks.cancel = session->cancel.get();
+        session->run = engine.stream(session->params.options, hooks);
         worker.pin();
       },
-      {nullptr, false});
+      false);
   try {
     opened.get();
   } catch (...) {
@@ -125,11 +173,17 @@ void Server::Impl::feed_session(const httplib::Request& req, httplib::Response& 
   auto samples = std::make_shared<std::vector<float>>(decode(body, "", original_content_type(req)));
   auto out = std::make_shared<json>();
   const bool partial = wants_partial(req);
-  auto fed = worker.submit(
+  auto fed = session_job(
+      session,
       [session, samples, out, partial](JobContext& ctx) {
         if (session->closed || !session->run) throw closed_error(session->id);
         if (session->finished) throw finished_error(session->id);
-        session->run->feed(*samples);
+        try {
+          session->run->feed(*samples);
+        } catch (const Error& e) {
+          if (e.code() == ErrorCode::Cancelled && session->cancel->load()) throw closed_error(session->id);
+          throw;
+        }
         session->samples += samples->size();
         session->pending.append(*samples);
         if (!session->run->segments().empty())
@@ -140,7 +194,7 @@ void Server::Impl::feed_session(const httplib::Request& req, httplib::Response& 
                 {"speech", speech}, {"segments", segments}};
         if (partial) (*out)["partial"] = preview_text(ctx.engine(), *session);
       },
-      {nullptr, false});
+      false);
   fed.get();
   sessions.touch(*session);
   metrics.add_audio_seconds(samples->size() / 16000.0);
@@ -153,12 +207,18 @@ void Server::Impl::finish_session(const httplib::Request& req, httplib::Response
   if (session->finished) throw finished_error(session->id);
   auto transcript = std::make_shared<Transcript>();
   auto info = std::make_shared<RunInfo>();
-  auto finished = worker.submit(
+  auto finished = session_job(
+      session,
       [this, session, transcript, info](JobContext& ctx) {
         if (session->closed || !session->run) throw closed_error(session->id);
         if (session->finished) throw finished_error(session->id);
         auto start = Clock::now();
-        *transcript = session->run->finish();
+        try {
+          *transcript = session->run->finish();
+        } catch (const Error& e) {
+          if (e.code() == ErrorCode::Cancelled && session->cancel->load()) throw closed_error(session->id);
+          throw;
+        }
         info->transcribe_ms = ms_between(start, Clock::now());
         info->queue_ms = ctx.queue_ms();
         info->model = ctx.engine().model_name();
@@ -166,7 +226,7 @@ void Server::Impl::finish_session(const httplib::Request& req, httplib::Response
         worker.unpin();
         sessions.mark_finished(*session);
       },
-      {nullptr, true});
+      true);
   finished.get();
   const auto& options = session->params.options;
   info->vocabulary_requested = !options.vocabulary.empty();
@@ -183,11 +243,7 @@ void Server::Impl::finish_session(const httplib::Request& req, httplib::Response
 void Server::Impl::delete_session(const httplib::Request& req, httplib::Response& res) {
   auto session = sessions.get(req.matches[1]);
   sessions.remove(session->id);
-  worker.submit([this, session](JobContext&) {
-        if (session->run) worker.unpin();
-        session->run.reset();
-        session->closed = true;
-      }, {nullptr, false}).get();
+  if (auto closed = close_session(session, true); closed.valid()) closed.get();
   res.status = 204;
 }
 

@@ -130,7 +130,7 @@ void Server::Impl::install_transcribe_routes() {
               throw;
             }
           },
-          {job->cancel, true});
+          {job->cancel, true, true});
       track_job(job->cancel);
       if (job->request.stream) return stream_transcription(req, res, job, done);
       try {

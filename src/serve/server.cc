@@ -1,5 +1,6 @@
 #include "serve/server.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -19,6 +20,8 @@ constexpr const char* kHiddenContentType = "X-Hark-Original-Content-Type";
 // Multipart framing around the audio (field parts, headers) on top of --max-upload-mb.
 constexpr size_t kMultipartOverheadBytes = 64 * 1024;
 constexpr size_t kDrainFactor = 4;
+// Connections the kernel holds for the server before it accepts them (SOMAXCONN caps it).
+constexpr int kListenBacklog = 1024;
 
 thread_local std::chrono::steady_clock::time_point t_request_started;
 thread_local bool t_request_open = false;
@@ -62,6 +65,16 @@ void validate_instance_id(const std::string& id) {
 // client opens a new one).
 bool is_drain_error(const std::string& code) { return code == "server_draining" || code == "drain_timeout"; }
 
+// A request without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3), but
+// cpp-httplib 0.11 reads such a POST until the connection closes: `curl -X POST URL`
+// waited for the read timeout and got 400. Saying so explicitly makes the body empty.
+void mark_empty_body(httplib::Request& req) {
+  const bool may_have_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                             req.method == "DELETE";
+  if (may_have_body && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+    req.headers.emplace("Content-Length", "0");
+}
+
 }  // namespace
 
 double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -85,7 +98,7 @@ Server::Impl::Impl(ServerOptions o, ServerDeps d)
     : options(std::move(o)),
       deps(std::move(d)),
       log(make_logger(options)),
-      worker(deps.engine_factory, options.residency, &metrics),
+      worker(deps.engine_factory, options.residency, &metrics, options.max_queue),
       sessions(options.max_sessions, options.session_idle_sec) {}
 
 void Server::Impl::log_line(const std::string& event, const nlohmann::json& fields) const {
@@ -106,7 +119,8 @@ void Server::Impl::send_error(httplib::Response& res, const ApiError& error) con
   res.status = error.status();
   res.set_content(error_body(error), "application/json");
   if (error.status() == 401) res.set_header("WWW-Authenticate", "Bearer");
-  if (is_drain_error(error.code())) res.set_header("Retry-After", std::to_string(options.retry_after_sec));
+  if (is_drain_error(error.code()) || error.code() == "queue_full")
+    res.set_header("Retry-After", std::to_string(options.retry_after_sec));
   if (error.code() == "server_draining" && !res.has_header("Connection")) res.set_header("Connection", "close");
 }
 
@@ -187,6 +201,7 @@ void Server::Impl::install_routes() {
     // (precise errors, fuzzable), so the type is moved aside before routing. The request
     // object is not const: httplib hands the same one to the handler.
     auto& mutable_req = const_cast<httplib::Request&>(req);
+    mark_empty_body(mutable_req);
     if (media_type(req.get_header_value("Content-Type")) == "multipart/form-data") {
       std::string type = req.get_header_value("Content-Type");
       mutable_req.headers.erase("Content-Type");
@@ -246,11 +261,7 @@ void Server::Impl::run_janitor() {
     lock.unlock();
     for (auto& s : sessions.take_expired()) {
       log_line("session_expired", {{"id", s->id}});
-      worker.submit([this, s](JobContext&) {
-        if (s->run) worker.unpin();
-        s->run.reset();
-        s->closed = true;
-      }, {nullptr, false});
+      close_session(s, true);
     }
     lock.lock();
   }
@@ -261,6 +272,14 @@ Server::Server(ServerOptions options, ServerDeps deps)
   auto& o = impl_->options;
   if (!o.instance_id.empty()) validate_instance_id(o.instance_id);
   impl_->http.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once
+  // overflowed it, the kernel dropped the excess handshakes and some of those clients got
+  // a read error instead of an answer (a 16-client test failed about 1 run in 4). The
+  // listening socket is remembered here and its backlog raised after bind.
+  impl_->http.set_socket_options([impl = impl_.get()](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listen_socket = sock;
+  });
   impl_->http.set_payload_max_length((o.max_upload_bytes + kMultipartOverheadBytes) * kDrainFactor);
   impl_->http.set_read_timeout(o.read_timeout_sec, 0);
   impl_->http.set_write_timeout(o.read_timeout_sec, 0);
@@ -276,6 +295,7 @@ int Server::start() {
     throw Error(ErrorCode::Unavailable, "[serve] cannot listen on " + o.host + ":" + std::to_string(o.port) +
                                             " (in use, or not an address of this machine); pick another --port/--host");
   impl_->bound_port = port;
+  if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, kListenBacklog);
   impl_->instance_id = o.instance_id.empty() ? default_instance_id(port) : o.instance_id;
   impl_->sessions.set_route_key(impl_->instance_id);
   impl_->listen_thread = std::thread([this] { impl_->http.listen_after_bind(); });

@@ -27,7 +27,7 @@ struct ServerOptions {
   double max_audio_sec = 4 * 3600.0;
   size_t max_sessions = 64;
   double session_idle_sec = 300;
-  int http_threads = 32;           // concurrent connections being served
+  int http_threads = 128;          // concurrent connections being served
   int read_timeout_sec = 30;       // one stalled read closes the connection
   double upload_timeout_sec = 300; // a whole body must arrive within this (slow-loris guard)
   ResidencyOptions residency;
@@ -38,7 +38,10 @@ struct ServerOptions {
   // 32 characters; empty = <short host name>-<port>.
   std::string instance_id;
   double drain_timeout_sec = 60;  // stop(): accepted work may take this long, then it is cancelled
-  int retry_after_sec = 1;        // Retry-After on the 503s a draining server answers
+  int retry_after_sec = 1;        // Retry-After on the 503s of a draining or full server
+  // Transcriptions queued or running at once; beyond it 503 queue_full with Retry-After
+  // (0: no limit). Sessions are bounded by max_sessions instead.
+  size_t max_queue = 256;
 };
 
 // What a drain did: `cancelled` requests were still running when --drain-timeout expired

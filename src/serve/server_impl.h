@@ -34,6 +34,7 @@ struct Server::Impl {
   httplib::Server http;
   std::thread listen_thread, janitor_thread;
   std::atomic<int> bound_port{0};
+  int listen_socket = -1;  // the listener, seen by the socket options callback before bind
   std::atomic<size_t> in_flight{0};
   std::string instance_id;  // final once start() has bound the port
 
@@ -78,6 +79,11 @@ struct Server::Impl {
   bool wait_for_accepted_work(std::chrono::steady_clock::time_point deadline, bool until_expired);
   size_t cancel_running_jobs();
   void close_sessions(const std::vector<std::shared_ptr<Session>>& closing);
+  // routes_sessions.cc: a worker job that uses the session's run (throws 404 once the
+  // session is closing), and the job that closes it.
+  std::future<void> session_job(const std::shared_ptr<Session>& s, std::function<void(JobContext&)> fn,
+                                bool count_as_request);
+  std::future<void> close_session(const std::shared_ptr<Session>& s, bool stop_running_job);
   // Shared helpers for route handlers.
   std::string read_body(const httplib::Request& req, httplib::Response& res,
                         const httplib::ContentReader& reader) const;

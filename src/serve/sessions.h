@@ -1,11 +1,12 @@
 // Streaming transcription sessions (dictation): audio arrives in chunks and every
 // completed 30 s window is transcribed while the rest is still being recorded. The
-// registry lives on HTTP threads; each session's StreamingRun is only touched by jobs
-// on the engine worker.
+// registry lives on HTTP threads; each session's StreamingRun is only touched by engine
+// worker jobs, which may run on different threads and hold the session's mutex.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,13 @@ struct PendingAudio {
 struct Session {
   std::string id;
   TranscribeRequest params;
+  // Held by the worker job that uses the fields below, and while a job is submitted.
+  std::mutex mutex;
+  std::condition_variable settled;  // jobs_in_flight fell to 0
+  int jobs_in_flight = 0;           // submitted, not finished (the close job waits for them)
+  bool closing = false;             // a close job is queued: no further jobs
+  // Set when the session is deleted: its running job stops at the next decoder step.
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   // Worker-thread state: created by the open job, destroyed by finish/delete/expiry jobs.
   std::unique_ptr<StreamingRun> run;
   std::atomic<bool> finished{false};  // finish ran; later audio/finish calls are 409 (read by HTTP threads)

@@ -1,11 +1,15 @@
 // Engine::open and the engine that backs the CLI and the server: one checkpoint on one
-// device, the tokenizer for its vocabulary, and a SeekStreamingRun per transcription.
+// device, the tokenizer for its vocabulary, and a SeekStreamingRun per transcription. With
+// max_batch > 1 it also owns a BatchScheduler, and runs on many threads share the model.
 #include "hark/engine.h"
 
 #include <chrono>
 #include <filesystem>
 
+#include <mutex>
+
 #include "align/alignment_heads.h"
+#include "batch/batch_scheduler.h"
 #include "core/backend.h"
 #include "model/checkpoint.h"
 #include "model/whisper_model.h"
@@ -25,14 +29,22 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 class WhisperEngine : public Engine {
  public:
   WhisperEngine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend, double load_ms,
-                std::string device = "")
+                std::string device = "", BatchOptions batch = {1})
       : checkpoint_(checkpoint), model_(checkpoint, std::move(backend)), load_ms_(load_ms), device_(std::move(device)) {
     tokenizer_ = Tokenizer::for_vocab_size(checkpoint->hparams.n_vocab);
     vocab_ = make_decoding_vocabulary(*tokenizer_, checkpoint->hparams);
     // Converted official weights (MLX, ggml) lose their heads; trust the table for them.
     const bool official_shape = checkpoint->format != CheckpointFormat::HuggingFace;
     heads_ = resolve_alignment_heads(*checkpoint, official_shape);
+    if (batch.max_rows > 1) scheduler_ = std::make_unique<BatchScheduler>(model_, batch);
   }
+
+  ~WhisperEngine() override { scheduler_.reset(); }  // its thread uses the model: stop it first
+
+  // Runs wait for rows inside the scheduler, so any number may proceed; the server bounds
+  // them (--max-queue).
+  int max_concurrent_runs() const override { return scheduler_ ? 4096 : 1; }
+  BatchStats batch_stats() const override { return scheduler_ ? scheduler_->stats() : BatchStats{}; }
 
   Transcript transcribe(std::span<const float> samples, const TranscribeOptions& options,
                         const RunHooks& hooks) override {
@@ -47,7 +59,7 @@ class WhisperEngine : public Engine {
       vad::SpeechTimestampOptions vo;
       vo.threshold = options.vad_threshold;
       vo.min_speech_duration_ms = options.vad_min_speech_ms;
-      auto segments = vad::get_speech_timestamps(silero(), samples, vo);
+      auto segments = vad::get_speech_timestamps(silero(), samples, vo);  // const model: any thread
       for (const auto& s : segments) vad.segments.emplace_back(s.start / 16000.0, s.end / 16000.0);
       vad.speech = vad::vad_gate(segments);
       vad.trimmed_end = samples.size() / 16000.0;
@@ -67,7 +79,7 @@ class WhisperEngine : public Engine {
         vad.trimmed_end = w.end / 16000.0;
       }
     }
-    SeekStreamingRun run(context(options), options, hooks);
+    SeekStreamingRun run(context(options, hooks.cancel), options, hooks);
     run.set_expected_seconds(audio.size() / 16000.0);
     if (!audio.empty()) run.use_clip_maximum(audio);
     run.feed(audio);
@@ -82,7 +94,7 @@ class WhisperEngine : public Engine {
 
   std::unique_ptr<StreamingRun> stream(const TranscribeOptions& options, const RunHooks& hooks) override {
     options.validate();
-    return std::make_unique<SeekStreamingRun>(context(options), options, hooks);
+    return std::make_unique<SeekStreamingRun>(context(options, hooks.cancel), options, hooks);
   }
 
   std::string model_name() const override {
@@ -94,6 +106,7 @@ class WhisperEngine : public Engine {
   // (16-bit) backend, a second copy on the same device in fp32 — the reference path.
   WhisperModel& model_for(const TranscribeOptions& options) {
     if (!options.faithful || model_.backend().act_dtype() == DType::F32) return model_;
+    std::lock_guard lock(lazy_mutex_);
     if (!faithful_) {
       BackendOptions bo;
       bo.compute_type = "f32";
@@ -104,9 +117,10 @@ class WhisperEngine : public Engine {
     return *faithful_;
   }
 
-  SeekLoopContext context(const TranscribeOptions& options) {
+  SeekLoopContext context(const TranscribeOptions& options, const std::atomic<bool>* cancel) {
     SeekLoopContext ctx;
     ctx.model = &model_for(options);
+    if (scheduler_) ctx.access = scheduled_access(*ctx.model, options, cancel);
     ctx.tokenizer = tokenizer_;
     ctx.vocab = vocab_;
     ctx.vocab.decode_text = [tok = tokenizer_](std::span<const int> t) { return tok->decode(t); };
@@ -116,6 +130,36 @@ class WhisperEngine : public Engine {
       tok->split_to_word_tokens(tokens, language, words, word_tokens);
     };
     return ctx;
+  }
+
+  // With a scheduler every model call of a run goes through its thread. Runs on the
+  // engine's model with whole windows share the batch; the others (the fp32 copy of a
+  // `faithful` run on a fast backend, audio_ctx) run each call alone between two steps.
+  ModelAccess scheduled_access(WhisperModel& model, const TranscribeOptions& options, const std::atomic<bool>* cancel) {
+    BatchScheduler* s = scheduler_.get();
+    ModelAccess access;
+    access.exclusive = [s, cancel](const std::function<void()>& fn) { s->run_exclusive(fn, cancel); };
+    const bool whole_windows = options.audio_ctx <= 0 || options.audio_ctx >= model.hparams().n_audio_ctx;
+    if (&model == &model_ && whole_windows) {
+      access.encode = [s, cancel](const Tensor& mel, int audio_ctx) { return s->encode(mel, audio_ctx, cancel); };
+      access.inference = [s, cancel](std::shared_ptr<const AudioContext> audio) {
+        return s->inference(std::move(audio), cancel);
+      };
+      return access;
+    }
+    WhisperModel* m = &model;
+    access.encode = [s, m, cancel](const Tensor& mel, int audio_ctx) {
+      std::shared_ptr<const AudioContext> audio;
+      s->run_exclusive([&] {
+        audio = m->prepare_audio(mel, audio_ctx);
+        m->backend().synchronize();
+      }, cancel);
+      return audio;
+    };
+    access.inference = [s, m, cancel](std::shared_ptr<const AudioContext> audio) {
+      return exclusive_inference(*s, *m, std::move(audio), cancel);
+    };
+    return access;
   }
 
   static void shift(Transcript& t, double offset) {
@@ -129,6 +173,7 @@ class WhisperEngine : public Engine {
     }
   }
   const vad::SileroModel& silero() {
+    std::lock_guard lock(lazy_mutex_);
     if (!silero_) silero_ = std::make_unique<vad::SileroModel>(vad::SileroModel::load_default());
     return *silero_;
   }
@@ -142,15 +187,21 @@ class WhisperEngine : public Engine {
   DecodingVocabulary vocab_;
   AlignmentHeads heads_;
   std::unique_ptr<vad::SileroModel> silero_;
+  std::mutex lazy_mutex_;  // the lazily made members above (runs arrive on many threads)
+  std::unique_ptr<BatchScheduler> scheduler_;
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend) {
+std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend,
+                                    int max_batch, int encode_batch) {
   // "cuda:0 (f16)" → "cuda:0": where a faithful (fp32) copy would be made.
   const std::string name = backend->name();
   const std::string device = backend->device() == Device::Cuda ? name.substr(0, name.find(' ')) : "cpu";
-  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), 0.0, device);
+  BatchOptions batch;
+  batch.max_rows = max_batch;
+  batch.max_encode_windows = encode_batch;
+  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), 0.0, device, batch);
 }
 
 std::unique_ptr<Engine> Engine::open(const EngineOptions& options) {
@@ -163,7 +214,10 @@ std::unique_ptr<Engine> Engine::open(const EngineOptions& options) {
   std::shared_ptr<Backend> backend = make_backend(options.device, bo);
   const std::string device = backend->device() == Device::Cuda ? options.device == "auto" ? "cuda" : options.device
                                                                 : "cpu";
-  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), ms_since(t0), device);
+  BatchOptions batch;
+  batch.max_rows = options.max_batch > 0 ? options.max_batch : backend->device() == Device::Cpu ? 16 : 64;
+  batch.max_encode_windows = options.encode_batch;
+  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), ms_since(t0), device, batch);
 }
 
 }  // namespace hark

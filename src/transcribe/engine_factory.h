@@ -10,6 +10,8 @@
 
 namespace hark {
 
-std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend);
+// max_batch > 1: the engine batches concurrent runs (src/batch/batch_scheduler.h).
+std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend,
+                                    int max_batch = 1, int encode_batch = 0);
 
 }  // namespace hark

@@ -118,8 +118,13 @@ std::shared_ptr<const AudioContext> SeekLoop::encode(const Tensor& mel) {
       std::memcmp(encoded_mel_.raw(), mel.raw(), mel.nbytes()) == 0)
     return std::exchange(encoded_, nullptr);
   const auto t0 = std::chrono::steady_clock::now();
-  auto audio = ctx_.model->prepare_audio(mel, options_.audio_ctx);
-  ctx_.model->backend().synchronize();  // the time is the encoder's, not the first decoder step's
+  std::shared_ptr<const AudioContext> audio;
+  if (ctx_.access.encode) {
+    audio = ctx_.access.encode(mel, options_.audio_ctx);
+  } else {
+    audio = ctx_.model->prepare_audio(mel, options_.audio_ctx);
+    ctx_.model->backend().synchronize();  // the time is the encoder's, not the first decoder step's
+  }
   encode_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return audio;
 }
@@ -128,8 +133,7 @@ void SeekLoop::detect_language(const Tensor& first_window_mel) {
   if (!language_.empty()) return;
   encoded_ = encode(first_window_mel);
   encoded_mel_ = first_window_mel.clone();
-  ModelInference inference(*ctx_.model, encoded_);
-  std::vector<float> probs = detect_language_probs(inference, ctx_.vocab.specials);
+  std::vector<float> probs = detect_language_probs(*make_inference(encoded_), ctx_.vocab.specials);
   const size_t best = std::max_element(probs.begin(), probs.end()) - probs.begin();
   for (size_t i = 0; i < probs.size() && i < ctx_.vocab.language_codes.size(); ++i)
     language_probs_[ctx_.vocab.language_codes[i]] = probs[i];
@@ -177,8 +181,7 @@ DecodingResult SeekLoop::decode_with_fallback(std::shared_ptr<const AudioContext
     d.max_initial_timestamp = options_.max_initial_timestamp;
     d.seed = attempt_seed(options_.seed, seek_, attempt);
     d.sample_len = options_.sample_len;
-    ModelInference inference(*ctx_.model, audio);
-    result = DecodingTask(ctx_.vocab, d).run(inference);
+    result = DecodingTask(ctx_.vocab, d).run(*make_inference(audio));
 
     bool needs_fallback = false;
     if (options_.compression_ratio_threshold && result.compression_ratio > *options_.compression_ratio_threshold)
@@ -191,6 +194,11 @@ DecodingResult SeekLoop::decode_with_fallback(std::shared_ptr<const AudioContext
     if (!needs_fallback) break;
   }
   return result;
+}
+
+std::unique_ptr<Inference> SeekLoop::make_inference(std::shared_ptr<const AudioContext> audio) {
+  if (ctx_.access.inference) return ctx_.access.inference(std::move(audio));
+  return std::make_unique<ModelInference>(*ctx_.model, std::move(audio));
 }
 
 std::string SeekLoop::text() const {

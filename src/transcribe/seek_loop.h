@@ -24,9 +24,18 @@ class Tokenizer;
 
 inline constexpr int64_t kUnknownLength = std::numeric_limits<int64_t>::max();
 
+// How a loop reaches the model. Unset members use `model` directly (one run at a time owns
+// it); an engine that batches many runs (src/batch/) routes them through its scheduler.
+struct ModelAccess {
+  std::function<std::shared_ptr<const AudioContext>(const Tensor& mel, int audio_ctx)> encode;
+  std::function<std::unique_ptr<Inference>(std::shared_ptr<const AudioContext>)> inference;
+  std::function<void(const std::function<void()>&)> exclusive;  // other model calls (word timing)
+};
+
 // Everything the loop needs from the model side.
 struct SeekLoopContext {
   WhisperModel* model = nullptr;
+  ModelAccess access;
   std::shared_ptr<const Tokenizer> tokenizer;  // may be null in tests (then no text)
   DecodingVocabulary vocab;
   AlignmentHeads alignment_heads;
@@ -77,6 +86,7 @@ class SeekLoop {
   // (a first window of a full 30 s), so that one encoder pass serves both.
   std::shared_ptr<const AudioContext> encode(const Tensor& mel);
   DecodingResult decode_with_fallback(std::shared_ptr<const AudioContext> audio);
+  std::unique_ptr<Inference> make_inference(std::shared_ptr<const AudioContext> audio);
   std::vector<int> window_prompt() const;
   void add_word_timestamps(std::vector<Segment>& current, std::shared_ptr<const AudioContext> audio,
                            int segment_size, int64_t previous_seek, bool single_timestamp_ending,

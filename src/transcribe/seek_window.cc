@@ -86,7 +86,12 @@ void SeekLoop::add_word_timestamps(std::vector<Segment>& current, std::shared_pt
     std::vector<WordTiming> alignment;
     if (!request.text_tokens.empty()) {
       std::vector<double> probs;
-      Matrix matrix = alignment_matrix(*ctx_.model, audio, ctx_.alignment_heads, request, probs);
+      Matrix matrix;
+      auto align = [&] { matrix = alignment_matrix(*ctx_.model, audio, ctx_.alignment_heads, request, probs); };
+      if (ctx_.access.exclusive)
+        ctx_.access.exclusive(align);
+      else
+        align();
       std::vector<std::string> words;
       std::vector<std::vector<int>> word_tokens;
       std::vector<int> with_eot = request.text_tokens;

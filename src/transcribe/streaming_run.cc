@@ -11,7 +11,12 @@ namespace hark {
 
 SeekStreamingRun::SeekStreamingRun(SeekLoopContext context, const TranscribeOptions& options, RunHooks hooks)
     : loop_(context, options), mel_(context.model->hparams().n_mels), hooks_(std::move(hooks)), options_(options) {
-  mel_.use_backend(&context.model->backend());
+  // A batching engine's CPU offers no STFT (Backend::log_mel): no trip through its scheduler.
+  Backend& backend = context.model->backend();
+  if (!context.access.exclusive)
+    mel_.use_backend(&backend);
+  else if (backend.device() != Device::Cpu)
+    mel_.use_backend(&backend, context.access.exclusive);
   // A window waits for its STFT context, and for enough audio after it that the
   // hallucination rule's "near the end of the audio" test cannot change later.
   const double threshold = options.hallucination_silence_threshold.value_or(0.0);

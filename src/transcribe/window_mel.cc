@@ -35,7 +35,13 @@ WindowMel::Frames WindowMel::frames(std::span<const float> samples, int64_t seek
   const std::span<const float> input = samples.subspan(start, length);
   if (seek == 0 && first_.full.defined() && std::equal(input.begin(), input.end(), first_input_.begin(), first_input_.end()))
     return first_;
-  if (backend_) out.full = backend_->log_mel(input, pad, mel_filters(n_mels_));
+  if (backend_) {
+    auto on_backend = [&] { out.full = backend_->log_mel(input, pad, mel_filters(n_mels_)); };
+    if (serialize_)
+      serialize_(on_backend);
+    else
+      on_backend();
+  }
   if (!out.full.defined()) out.full = log_mel_unclamped(input, n_mels_, pad, mel_pool());
   // Only the window's own frames count: the context frames at the cut edges are computed
   // from reflect padding and are not frames of the whole clip.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <vector>
@@ -21,7 +22,12 @@ class WindowMel {
   explicit WindowMel(int n_mels) : n_mels_(n_mels) {}
   // Computes the STFT on this backend when it offers one (Backend::log_mel: the GPU fast
   // path); otherwise, and by default, on the CPU in double precision.
-  void use_backend(Backend* backend) { backend_ = backend; }
+  // `serialize`, when given, runs each backend call (a batching engine's scheduler thread
+  // owns the device).
+  void use_backend(Backend* backend, std::function<void(const std::function<void()>&)> serialize = {}) {
+    backend_ = backend;
+    serialize_ = std::move(serialize);
+  }
   // [n_mels, 3000] for frames [seek, seek + 3000) of `samples` (zeros past their end).
   Tensor window(std::span<const float> samples, int64_t seek);
   // Takes the clamp floor from the whole clip, as the reference does (one extra pass of
@@ -41,6 +47,7 @@ class WindowMel {
 
   int n_mels_;
   Backend* backend_ = nullptr;
+  std::function<void(const std::function<void()>&)> serialize_;
   float running_max_ = -std::numeric_limits<float>::infinity();  // raw log10 units
   // The first window's frames and the samples they came from: use_clip_maximum(),
   // language detection and the first window all need them, and a clip of one window (the

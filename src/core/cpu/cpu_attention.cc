@@ -9,42 +9,143 @@
 #include "core/cpu/gemm.h"
 #include "core/cpu/vector_math.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace hark {
 
-void cpu_attend(ThreadPool& pool, const AttentionRows& a, int n_heads, int64_t hd, bool causal, int64_t causal_offset,
-                float* wp) {
-  const int64_t tq = a.tq, tk = a.tk;
+namespace {
+
+// One attention call's (head, block of query rows) tasks.
+struct AttendPlan {
+  int64_t row_blocks = 1, rows_per_block = 0;
+  bool few = false;  // read by attend_few
+};
+
+AttendPlan plan_for(const AttentionRows& a, int n_heads, int64_t threads) {
+  AttendPlan p;
+  p.row_blocks = a.tq < 64 ? 1 : std::min<int64_t>((a.tq + 63) / 64, (2 * threads + n_heads - 1) / n_heads);
+  p.rows_per_block = (a.tq + p.row_blocks - 1) / p.row_blocks;
+  return p;
+}
+
+// Head h, query rows [r0, r1) of one call, with the score rows in `s`.
+void attend_block(const AttentionRows& a, int64_t h, int64_t r0, int64_t r1, int64_t hd, float scale, bool causal,
+                  int64_t causal_offset, int n_heads, float* s, float* wp) {
+  const int64_t tk = a.tk, rows = r1 - r0;
+  // scores = scale · Q_h K_hᵀ; the heads are column blocks.
+  sgemm_serial(Trans::No, Trans::Yes, rows, tk, hd, scale, a.q + r0 * a.ldq + h * hd, a.ldq, a.k + h * hd, a.ldk, 0.0f,
+               s, tk);
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t visible = causal ? std::min<int64_t>(tk, r0 + i + causal_offset + 1) : tk;
+    softmax_row(s + i * tk, visible, tk);
+  }
+  (void)n_heads;
+  if (wp) std::memcpy(wp + (h * a.tq + r0) * tk, s, rows * tk * sizeof(float));
+  sgemm_serial(Trans::No, Trans::No, rows, hd, tk, 1.0f, s, tk, a.v + h * hd, a.ldv, 0.0f, a.out + r0 * a.ldo + h * hd,
+               a.ldo);
+}
+
+// Queries per call up to which a non-causal call reads each key and value row once for
+// all its queries and heads (decoder steps' cross-attention: one row, or a few beams).
+constexpr int64_t kFewQueries = 8;
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s = 0;
+  int64_t i = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 acc = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  s = _mm_cvtss_f32(h);
+#endif
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Heads [h0, h1) of a call with few queries, key and value rows read once in order: the
+// decoder step is bound by reading every row's window, so the window is streamed once
+// instead of once per head. Each (query, head) keeps its own sums, in key order.
+void attend_few(const AttentionRows& a, int64_t h0, int64_t h1, int64_t hd, float scale, float* s, float* wp) {
+  const int64_t tq = a.tq, tk = a.tk, nh = h1 - h0;
+  auto score = [&](int64_t q, int64_t h) { return s + (q * nh + (h - h0)) * tk; };
+  for (int64_t j = 0; j < tk; ++j) {
+    const float* k = a.k + j * a.ldk;
+    for (int64_t q = 0; q < tq; ++q)
+      for (int64_t h = h0; h < h1; ++h) score(q, h)[j] = scale * dot(a.q + q * a.ldq + h * hd, k + h * hd, hd);
+  }
+  for (int64_t q = 0; q < tq; ++q)
+    for (int64_t h = h0; h < h1; ++h) {
+      softmax_row(score(q, h), tk, tk);
+      if (wp) std::memcpy(wp + (h * tq + q) * tk, score(q, h), tk * sizeof(float));
+      std::fill(a.out + q * a.ldo + h * hd, a.out + q * a.ldo + (h + 1) * hd, 0.0f);
+    }
+  for (int64_t j = 0; j < tk; ++j) {
+    const float* v = a.v + j * a.ldv;
+    for (int64_t q = 0; q < tq; ++q)
+      for (int64_t h = h0; h < h1; ++h) {
+        const float p = score(q, h)[j];
+        float* o = a.out + q * a.ldo + h * hd;
+        for (int64_t i = 0; i < hd; ++i) o[i] += p * v[h * hd + i];
+      }
+  }
+}
+
+}  // namespace
+
+void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int n_heads, int64_t hd, bool causal,
+                     std::span<const int64_t> causal_offsets, std::span<float* const> weights) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // Tasks are (head, block of query rows), each run start to finish on one thread with its
-  // own score rows: heads alone already balance the pool for the usual 6-20 heads, and the
-  // row blocks keep every thread busy when heads are fewer than threads or do not divide.
-  const int64_t threads = pool.size();
-  const int64_t row_blocks =
-      tq < 64 ? 1 : std::min<int64_t>((tq + 63) / 64, (2 * threads + n_heads - 1) / n_heads);
-  const int64_t rows_per_block = (tq + row_blocks - 1) / row_blocks;
-  pool.parallel_for(n_heads * row_blocks, [&](int64_t begin, int64_t end) {
+  // Tasks are (call, head, block of query rows), each run start to finish on one thread
+  // with its own score rows: heads alone already balance the pool for the usual 6-20
+  // heads, and the row blocks keep every thread busy when heads are fewer than threads or
+  // do not divide. Every call of a decoder step (one per row or window) shares one
+  // parallel loop, so the pool wakes once per layer instead of once per row.
+  std::vector<AttendPlan> plans;
+  std::vector<int64_t> first_task;
+  int64_t tasks = 0, scratch = 0;
+  // Few-query calls: tasks are (call, group of heads); enough groups to keep the pool busy.
+  const int64_t head_groups = std::clamp<int64_t>(pool.size() / std::max<int64_t>(1, calls.size()), 1, n_heads);
+  for (const AttentionRows& a : calls) {
+    AttendPlan p = plan_for(a, n_heads, pool.size());
+    p.few = !causal && a.tq <= kFewQueries;
+    plans.push_back(p);
+    first_task.push_back(tasks);
+    tasks += p.few ? head_groups : n_heads * p.row_blocks;
+    scratch = std::max(scratch, p.few ? a.tq * n_heads * a.tk : p.rows_per_block * a.tk);
+  }
+  pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     // Per-thread scratch, kept between calls: a fresh 4 MB buffer per encoder layer would
     // cost page faults every time.
     thread_local std::vector<float> scores;
-    if (scores.size() < static_cast<size_t>(rows_per_block * tk)) scores.resize(rows_per_block * tk);
-    float* s = scores.data();
+    if (scores.size() < static_cast<size_t>(scratch)) scores.resize(scratch);
+    size_t c = std::upper_bound(first_task.begin(), first_task.end(), begin) - first_task.begin() - 1;
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t h = task / row_blocks;
-      const int64_t r0 = (task % row_blocks) * rows_per_block, r1 = std::min(tq, r0 + rows_per_block);
-      if (r0 >= r1) continue;
-      const int64_t rows = r1 - r0;
-      // scores = scale · Q_h K_hᵀ; the heads are column blocks.
-      sgemm_serial(Trans::No, Trans::Yes, rows, tk, hd, scale, a.q + r0 * a.ldq + h * hd, a.ldq, a.k + h * hd, a.ldk,
-                   0.0f, s, tk);
-      for (int64_t i = 0; i < rows; ++i) {
-        const int64_t visible = causal ? std::min<int64_t>(tk, r0 + i + causal_offset + 1) : tk;
-        softmax_row(s + i * tk, visible, tk);
+      while (c + 1 < calls.size() && task >= first_task[c + 1]) ++c;
+      const AttendPlan& p = plans[c];
+      const int64_t local = task - first_task[c];
+      if (p.few) {
+        const int64_t h0 = local * n_heads / head_groups, h1 = (local + 1) * n_heads / head_groups;
+        if (h0 < h1) attend_few(calls[c], h0, h1, hd, scale, scores.data(), weights.empty() ? nullptr : weights[c]);
+        continue;
       }
-      if (wp) std::memcpy(wp + (h * tq + r0) * tk, s, rows * tk * sizeof(float));
-      sgemm_serial(Trans::No, Trans::No, rows, hd, tk, 1.0f, s, tk, a.v + h * hd, a.ldv, 0.0f,
-                   a.out + r0 * a.ldo + h * hd, a.ldo);
+      const int64_t h = local / p.row_blocks;
+      const int64_t r0 = (local % p.row_blocks) * p.rows_per_block, r1 = std::min(calls[c].tq, r0 + p.rows_per_block);
+      if (r0 >= r1) continue;
+      attend_block(calls[c], h, r0, r1, hd, scale, causal, causal_offsets.empty() ? 0 : causal_offsets[c], n_heads,
+                   scores.data(), weights.empty() ? nullptr : weights[c]);
     }
   });
+}
+
+void cpu_attend(ThreadPool& pool, const AttentionRows& a, int n_heads, int64_t hd, bool causal, int64_t causal_offset,
+                float* wp) {
+  const int64_t offsets[] = {causal_offset};
+  float* const weights[] = {wp};
+  cpu_attend_many(pool, std::span(&a, 1), n_heads, hd, causal, offsets, std::span(weights, 1));
 }
 
 void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
@@ -66,6 +167,8 @@ void CpuBackend::self_attention(const Tensor& qkv, int batch, int n_heads, Tenso
 void CpuBackend::cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths,
                                   int n_new, int n_heads, Tensor& out) {
   const int64_t d = out.dim(1), rows = qkv.dim(0) / n_new, ctx = cache_k.dim(0) / rows;
+  std::vector<AttentionRows> calls;
+  std::vector<int64_t> offsets;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t past = lengths.data<int32_t>()[r];
     if (past < 0 || past + n_new > ctx) throw Error(ErrorCode::Internal, "[attention] KV cache overflow");
@@ -76,10 +179,11 @@ void CpuBackend::cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& ca
       std::memcpy(kc + i * d, src + i * 3 * d + d, d * sizeof(float));
       std::memcpy(vc + i * d, src + i * 3 * d + 2 * d, d * sizeof(float));
     }
-    AttentionRows a{src, 3 * d, cache_k.data<float>() + r * ctx * d, d, cache_v.data<float>() + r * ctx * d, d,
-                    out.data<float>() + r * n_new * d, d, n_new, past + n_new};
-    cpu_attend(pool_, a, n_heads, d / n_heads, true, past, nullptr);
+    calls.push_back({src, 3 * d, cache_k.data<float>() + r * ctx * d, d, cache_v.data<float>() + r * ctx * d, d,
+                     out.data<float>() + r * n_new * d, d, n_new, past + n_new});
+    offsets.push_back(past);
   }
+  cpu_attend_many(pool_, calls, n_heads, d / n_heads, true, offsets, {});
 }
 
 void CpuBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
@@ -95,13 +199,18 @@ void CpuBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tens
   };
   if (!weights) {
     // Rows that read the same sequence (the beams of one window) go through one call, so
-    // the cross K/V is read once per step instead of once per beam.
+    // the cross K/V is read once per step instead of once per beam; all calls share one
+    // parallel loop.
+    std::vector<AttentionRows> calls;
     for (int64_t r0 = 0; r0 < rows;) {
       int64_t r1 = r0 + 1;
       while (r1 < rows && row_seq_host[r1] == row_seq_host[r0]) ++r1;
-      attend(r0, r1, nullptr);
+      const float* base = kv.kv->data<float>() + row_seq_host[r0] * tk * ld;
+      calls.push_back({q.data<float>() + r0 * n_new * d, d, base + kv.k_col, ld, base + kv.v_col, ld,
+                       out.data<float>() + r0 * n_new * d, d, (r1 - r0) * n_new, tk});
       r0 = r1;
     }
+    cpu_attend_many(pool_, calls, n_heads, d / n_heads, false, {}, {});
     return;
   }
   // Captured weights are laid out [row, head, token, frame]: one call per row.

@@ -26,15 +26,18 @@ const float* CpuBackend::f32_weights(const Tensor& w) {
 
 void CpuBackend::product(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
-  if (w.dtype() != DType::F32 && m <= kHalfGemvMaxRows) {
-    // Decoder steps: read the half-precision weights directly (half the bytes).
+  const bool float_weights = w.dtype() == DType::F32 || w.dtype() == DType::F16 || w.dtype() == DType::BF16;
+  if (float_weights && m <= kRowExactMaxRows) {
+    // Decoder steps: half-precision weights are read directly (half the bytes), and every
+    // row's result is independent of the other rows (gemv_rows), so a sequence decoded in
+    // a batch of up to kRowExactMaxRows rows gets exactly the logits it gets alone.
     const float* b = bias ? f32_weights(*bias) : nullptr;
     if (ldy == n) {
-      gemv_half(pool_, x.data<float>(), m, k, w.data<uint16_t>(), w.dtype(), n, b, y);
+      gemv_rows(pool_, x.data<float>(), m, k, w.raw(), w.dtype(), n, b, y);
       return;
     }
     std::vector<float> tmp(static_cast<size_t>(m * n));
-    gemv_half(pool_, x.data<float>(), m, k, w.data<uint16_t>(), w.dtype(), n, b, tmp.data());
+    gemv_rows(pool_, x.data<float>(), m, k, w.raw(), w.dtype(), n, b, tmp.data());
     for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * ldy, tmp.data() + i * n, n * sizeof(float));
     return;
   }
@@ -191,15 +194,21 @@ void CpuBackend::conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const 
 
 void CpuBackend::gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
                                   std::span<const int> lengths) {
+  // In place, as on CUDA: the cache may be a view of a larger state (one group's rows in a
+  // continuous batch). The sequences that are read are copied out first, then gathered back.
   for (Tensor* cache : caches) {
-    const int64_t row_bytes = cache->nbytes() / cache->dim(0);
-    Tensor fresh = Tensor::empty(cache->shape(), cache->dtype());
-    auto* dst = static_cast<char*>(fresh.raw());
-    const auto* src = static_cast<const char*>(cache->raw());
+    const int64_t row_bytes = cache->nbytes() / cache->dim(0), seq_bytes = rows_per_seq * row_bytes;
+    std::vector<int64_t> needed(source.size(), 0);  // rows of each source sequence that are read
     for (size_t i = 0; i < source.size(); ++i)
-      std::memcpy(dst + i * rows_per_seq * row_bytes, src + source[i] * rows_per_seq * row_bytes,
-                  lengths[i] * row_bytes);
-    *cache = fresh;
+      if (source[i] != static_cast<int>(i)) needed[source[i]] = std::max<int64_t>(needed[source[i]], lengths[i]);
+    Tensor scratch = Tensor::empty(cache->shape(), cache->dtype());
+    auto* data = static_cast<char*>(cache->raw());
+    auto* saved = static_cast<char*>(scratch.raw());
+    for (size_t s = 0; s < needed.size(); ++s)
+      if (needed[s] > 0) std::memcpy(saved + s * seq_bytes, data + s * seq_bytes, needed[s] * row_bytes);
+    for (size_t i = 0; i < source.size(); ++i)
+      if (source[i] != static_cast<int>(i))
+        std::memcpy(data + i * seq_bytes, saved + source[i] * seq_bytes, lengths[i] * row_bytes);
   }
 }
 

@@ -76,5 +76,9 @@ struct AttentionRows {
 };
 void cpu_attend(ThreadPool& pool, const AttentionRows& a, int n_heads, int64_t head_dim, bool causal,
                 int64_t causal_offset, float* weights);
+// Several independent attention calls in one parallel loop (each call's numbers are those
+// of cpu_attend alone). causal_offsets and weights: one per call, or empty.
+void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int n_heads, int64_t head_dim,
+                     bool causal, std::span<const int64_t> causal_offsets, std::span<float* const> weights);
 
 }  // namespace hark

@@ -8,6 +8,8 @@ namespace hark {
 namespace {
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+inline __m256 load8(const float* p, DType) { return _mm256_loadu_ps(p); }
+
 inline __m256 load8(const uint16_t* p, DType dtype) {
   __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   if (dtype == DType::F16) return _mm256_cvtph_ps(raw);
@@ -25,8 +27,13 @@ inline float hsum(__m256 v) {
 // by weight row). Each (weight row, x row) pair keeps its own accumulator and summation
 // order, so results do not depend on R; R·M independent FMA chains hide the FMA latency
 // that a lone chain (M = 1) would otherwise be bound by, well below memory bandwidth.
-template <int R, int M>
-inline void tile_dots(const float* x, int64_t k, const uint16_t* w, DType dtype, float* out) {
+inline float weight_at(const float* w, DType) { return *w; }
+inline float weight_at(const uint16_t* w, DType dtype) {
+  return dtype == DType::F16 ? half_to_float(*w) : bf16_to_float(*w);
+}
+
+template <int R, int M, class W>
+inline void tile_dots(const float* x, int64_t k, const W* w, DType dtype, float* out) {
   __m256 acc[R][M];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < M; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -40,19 +47,18 @@ inline void tile_dots(const float* x, int64_t k, const uint16_t* w, DType dtype,
     }
   }
   for (int r = 0; r < R; ++r) {
-    const uint16_t* wrow = w + r * k;
+    const W* wrow = w + r * k;
     for (int c = 0; c < M; ++c) {
       float s = hsum(acc[r][c]);
-      for (int64_t j = i; j < k; ++j)
-        s += x[c * k + j] * (dtype == DType::F16 ? half_to_float(wrow[j]) : bf16_to_float(wrow[j]));
+      for (int64_t j = i; j < k; ++j) s += x[c * k + j] * weight_at(wrow + j, dtype);
       out[r * M + c] = s;
     }
   }
 }
 
 // Weight rows [begin, end) against M rows of x: tiles of R rows, then single rows.
-template <int M>
-void rows_dots(const float* x, int64_t k, const uint16_t* w, DType dtype, int64_t begin, int64_t end,
+template <int M, class W>
+void rows_dots(const float* x, int64_t k, const W* w, DType dtype, int64_t begin, int64_t end,
                const float* bias, float* y, int64_t n) {
   constexpr int R = M <= 2 ? 4 : M <= 4 ? 2 : 1;
   float dots[R * M];
@@ -62,50 +68,76 @@ void rows_dots(const float* x, int64_t k, const uint16_t* w, DType dtype, int64_
       for (int c = 0; c < M; ++c) y[c * n + row + r] = dots[r * M + c] + (bias ? bias[row + r] : 0.0f);
   };
   for (; j + R <= end; j += R) {
-    tile_dots<R, M>(x, k, w + j * k, dtype, dots);
+    tile_dots<R, M, W>(x, k, w + j * k, dtype, dots);
     store(j, R);
   }
   for (; j < end; ++j) {
-    tile_dots<1, M>(x, k, w + j * k, dtype, dots);
+    tile_dots<1, M, W>(x, k, w + j * k, dtype, dots);
     store(j, 1);
   }
 }
 
-using RowsDots = void (*)(const float*, int64_t, const uint16_t*, DType, int64_t, int64_t, const float*, float*,
-                          int64_t);
-constexpr RowsDots kRowsDots[kHalfGemvMaxRows] = {rows_dots<1>, rows_dots<2>, rows_dots<3>, rows_dots<4>,
-                                                  rows_dots<5>, rows_dots<6>, rows_dots<7>, rows_dots<8>};
+template <class W>
+using RowsDots = void (*)(const float*, int64_t, const W*, DType, int64_t, int64_t, const float*, float*, int64_t);
+template <class W>
+constexpr RowsDots<W> kRowsDots[kHalfGemvMaxRows] = {rows_dots<1, W>, rows_dots<2, W>, rows_dots<3, W>,
+                                                     rows_dots<4, W>, rows_dots<5, W>, rows_dots<6, W>,
+                                                     rows_dots<7, W>, rows_dots<8, W>};
 #else
-void rows_dots_scalar(const float* x, int64_t m, int64_t k, const uint16_t* w, DType dtype, int64_t begin, int64_t end,
+inline float weight_at(const float* w, DType) { return *w; }
+inline float weight_at(const uint16_t* w, DType dtype) {
+  return dtype == DType::F16 ? half_to_float(*w) : bf16_to_float(*w);
+}
+
+template <class W>
+void rows_dots_scalar(const float* x, int64_t m, int64_t k, const W* w, DType dtype, int64_t begin, int64_t end,
                       const float* bias, float* y, int64_t n) {
   for (int64_t j = begin; j < end; ++j) {
-    const uint16_t* wrow = w + j * k;
+    const W* wrow = w + j * k;
     for (int64_t r = 0; r < m; ++r) {
       float s = 0;
-      for (int64_t i = 0; i < k; ++i)
-        s += x[r * k + i] * (dtype == DType::F16 ? half_to_float(wrow[i]) : bf16_to_float(wrow[i]));
+      for (int64_t i = 0; i < k; ++i) s += x[r * k + i] * weight_at(wrow + i, dtype);
       y[r * n + j] = s + (bias ? bias[j] : 0.0f);
     }
   }
 }
 #endif
 
+// Passes of up to kHalfGemvMaxRows rows of x over w. Within a thread's range of weight
+// rows, blocks of weight rows small enough to stay in cache serve every pass before the
+// next block is read, so w comes from memory once however many rows x has.
+template <class W>
+void gemv_passes(ThreadPool& pool, const float* x, int64_t m, int64_t k, const W* w, DType w_dtype, int64_t n,
+                 const float* bias, float* y) {
+  const int64_t block = std::max<int64_t>(8, (int64_t{64} << 10) / static_cast<int64_t>(k * sizeof(W)));
+  pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+    for (int64_t b0 = begin; b0 < end; b0 += block) {
+      const int64_t b1 = std::min(end, b0 + block);
+      for (int64_t first = 0; first < m; first += kHalfGemvMaxRows) {
+        const int64_t rows = std::min(kHalfGemvMaxRows, m - first);
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+        kRowsDots<W>[rows - 1](x + first * k, k, w, w_dtype, b0, b1, bias, y + first * n, n);
+#else
+        rows_dots_scalar<W>(x + first * k, rows, k, w, w_dtype, b0, b1, bias, y + first * n, n);
+#endif
+      }
+    }
+  }, 64);
+}
+
 }  // namespace
 
 void gemv_half(ThreadPool& pool, const float* x, int64_t m, int64_t k, const uint16_t* w, DType w_dtype, int64_t n,
                const float* bias, float* y) {
-  for (int64_t first = 0; first < m; first += kHalfGemvMaxRows) {
-    const int64_t rows = std::min(kHalfGemvMaxRows, m - first);
-    const float* xs = x + first * k;
-    float* ys = y + first * n;
-    pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-      kRowsDots[rows - 1](xs, k, w, w_dtype, begin, end, bias, ys, n);
-#else
-      rows_dots_scalar(xs, rows, k, w, w_dtype, begin, end, bias, ys, n);
-#endif
-    }, 64);
-  }
+  gemv_passes<uint16_t>(pool, x, m, k, w, w_dtype, n, bias, y);
+}
+
+void gemv_rows(ThreadPool& pool, const float* x, int64_t m, int64_t k, const void* w, DType w_dtype, int64_t n,
+               const float* bias, float* y) {
+  if (w_dtype == DType::F32)
+    gemv_passes<float>(pool, x, m, k, static_cast<const float*>(w), w_dtype, n, bias, y);
+  else
+    gemv_passes<uint16_t>(pool, x, m, k, static_cast<const uint16_t*>(w), w_dtype, n, bias, y);
 }
 
 }  // namespace hark

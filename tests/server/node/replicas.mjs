@@ -90,20 +90,21 @@ async function main() {
   }
   await streamArrivesIncrementally();
 
-  // Two jobs on each instance (least_conn), then SIGTERM hark1 while it runs one and has
-  // the other queued.
+  // Two jobs on each instance (least_conn), then SIGTERM hark1 while it holds both
+  // (batching, the default: both running; with --max-batch 1: one running, one queued).
   const accepted = [
     transcribe(env.CLIP_A),
     transcribe(env.CLIP_A, { response_format: 'verbose_json' }),
     transcribe(env.CLIP_A),
     transcribe(env.CLIP_A, { response_format: 'verbose_json' }),
   ];
-  let depth = 0;
-  for (let i = 0; i < 1500 && depth < 1; i++) {
-    depth = (await (await fetch(`${env.HARK1_URL}/stats`)).json()).queue.depth;
-    if (depth < 1) await sleep(20);
+  let held = 0;
+  for (let i = 0; i < 1500 && held < 2; i++) {
+    const queue = (await (await fetch(`${env.HARK1_URL}/stats`)).json()).queue;
+    held = queue.depth + queue.running;
+    if (held < 2) await sleep(20);
   }
-  assert.ok(depth >= 1, 'hark1 never had a queued job');
+  assert.ok(held >= 2, 'hark1 never held two jobs at once');
   process.kill(Number(env.HARK1_PID), 'SIGTERM');
   let state = 200;
   for (let i = 0; i < 1500 && state === 200; i++) {

@@ -27,6 +27,9 @@ struct FakeEngineStats {
   std::atomic<int> delay_ms{0};
   std::atomic<bool> hold{false};  // transcribe() waits while set (a cancel still ends it)
   std::atomic<bool> fail_open{false};
+  std::atomic<int> concurrency{1};          // what the engine reports as max_concurrent_runs()
+  std::atomic<int> ms_per_audio_second{0};  // extra work proportional to the clip (long vs short)
+  BatchStats batch;                          // what batch_stats() reports
 };
 
 // "heard N.NN seconds" per 30 s window, language from the options or "en".
@@ -96,7 +99,8 @@ class FakeEngine : public Engine {
     while (now > seen && !stats_.max_running.compare_exchange_weak(seen, now)) {}
     struct Leave { std::atomic<int>& r; ~Leave() { --r; } } leave{stats_.running};
     // Work in 5 ms slices so a cancel flag is noticed promptly, as the real seek loop does per window.
-    for (int waited = 0; stats_.hold || waited < stats_.delay_ms; waited += 5) {
+    const int work_ms = stats_.delay_ms + static_cast<int>(stats_.ms_per_audio_second * samples.size() / 16000);
+    for (int waited = 0; stats_.hold || waited < work_ms; waited += 5) {
       if (hooks.cancel && hooks.cancel->load()) {
         ++stats_.cancelled;
         throw Error(ErrorCode::Cancelled, "[fake] cancelled");
@@ -125,6 +129,8 @@ class FakeEngine : public Engine {
     return std::make_unique<FakeStreamingRun>(stats_, o);
   }
   std::string model_name() const override { return "fake-whisper"; }
+  int max_concurrent_runs() const override { return stats_.concurrency; }
+  BatchStats batch_stats() const override { return stats_.batch; }
 
  private:
   FakeEngineStats& stats_;

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The batching server against the one-at-a-time server (--max-batch 1), in the same run:
+# for each model, each server in turn (A B A B: a machine shared with other work drifts)
+# serves the same load from `hark bench --server` (N clients replaying clips of 5-30 s),
+# and the figures go to $OUT (JSON per run, a summary table on stdout).
+#   scripts/bench-batching.sh [MODEL…]       default: synthetic:tiny synthetic:base
+#   env: HARK=build/bin/hark CONCURRENCY=8 REQUESTS=32 ROUNDS=2 THREADS=2 DEVICE=cpu
+#        CLIP_SECONDS="5 8 11 14 17 20 24 30" EXTRA_SERVE="" (e.g. "--compute-type f16")
+#        OUT=/tmp/hark-bench-batching
+# Synthetic weights never say end-of-text, so every window decodes its full 224 tokens
+# (temperature 0, language given: no fallback, no detection): a decoding-heavy load.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hark=${HARK:-build/bin/hark}
+concurrency=${CONCURRENCY:-8}
+requests=${REQUESTS:-32}
+rounds=${ROUNDS:-2}
+threads=${THREADS:-2}
+device=${DEVICE:-cpu}
+out=${OUT:-/tmp/hark-bench-batching}
+models=("$@")
+[[ ${#models[@]} -gt 0 ]] || models=(synthetic:tiny synthetic:base)
+mkdir -p "$out/clips"
+
+# Clips of CLIP_SECONDS (default 5 to 30 s) cut from jfk.wav repeated (16 kHz mono PCM16;
+# Python's wave module, as the GPU machine has no FFmpeg).
+python3 - "$out/clips" ${CLIP_SECONDS:-5 8 11 14 17 20 24 30} <<'PY'
+import sys, wave
+src = wave.open("tests/data/audio/jfk.wav")
+assert src.getframerate() == 16000 and src.getnchannels() == 1 and src.getsampwidth() == 2
+pcm = src.readframes(src.getnframes())
+for sec in map(int, sys.argv[2:]):
+    need = sec * 16000 * 2
+    with wave.open(f"{sys.argv[1]}/clip-{sec:03d}.wav", "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+        w.writeframes((pcm * (need // len(pcm) + 1))[:need])
+PY
+
+get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
+
+serve() {  # model, max_batch → sets pid and port
+  local log=$out/serve.log
+  # shellcheck disable=SC2086
+  "$hark" serve "$1" --device "$device" --threads "$threads" --port 0 --resident --max-batch "$2" \
+    --log-level info ${EXTRA_SERVE:-} >"$log" 2>&1 &
+  pid=$!
+  port=""
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -1)
+    [[ -n $port ]] && get "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "server did not start:"; cat "$log"; exit 1
+}
+
+printf '%-24s %-9s %5s %9s %8s %8s %8s %7s %6s %9s\n' model server round "audio_s/s" p50_ms p95_ms p99_ms wall_s errors rows/step
+for model in "${models[@]}"; do
+  for round in $(seq 1 "$rounds"); do
+    for max_batch in 1 0; do
+      name=$([[ $max_batch == 1 ]] && echo one-at-a-time || echo batching)
+      serve "$model" "$max_batch"
+      json=$out/${model//[:\/]/_}-$name-$round.json
+      "$hark" bench --server "http://127.0.0.1:$port" --clips "$out/clips" --concurrency "$concurrency" \
+        --requests "$requests" --warmup 2 --field language=en --field temperature=0 --field response_format=json \
+        --json "$json" >/dev/null
+      get "http://127.0.0.1:$port/metrics" | grep -E '^hark_batch_(steps|rows_stepped)_total ' >"${json%.json}.metrics" || true
+      kill -TERM "$pid"
+      wait "$pid" || true
+      python3 - "$json" "$model" "$name" "$round" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+l = r["latency_ms"]
+m = dict(line.split() for line in open(sys.argv[1][:-5] + ".metrics"))
+steps = float(m.get("hark_batch_steps_total", 0))
+rows = f"{float(m['hark_batch_rows_stepped_total']) / steps:.1f}" if steps else "-"
+print(f"{sys.argv[2]:<24} {sys.argv[3]:<9.9} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} {l['p95']:8.0f} "
+      f"{l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}")
+PY
+    done
+  done
+done

@@ -1,0 +1,118 @@
+// Internal to src/batch: the scheduler's state, shared by its thread loop
+// (batch_scheduler.cc), the row bookkeeping and steps (batch_rows.cc) and the Inference
+// that runs hand it their tokens through (batch_inference.cc). One mutex guards it all;
+// the model is only touched by the scheduler's thread, with the mutex released.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "batch/batch_scheduler.h"
+
+namespace hark {
+
+using BatchClock = std::chrono::steady_clock;
+
+// The rows of one DecodingTask (greedy: 1, best-of or beams: n) between its begin() and
+// its end, and the one call its thread is waiting on.
+struct SequenceGroup {
+  std::shared_ptr<const AudioContext> audio;
+  const std::atomic<bool>* cancel = nullptr;
+  int rows = 0;          // asked for by begin()
+  int first = -1;        // first row slot (also its window slot); −1: not admitted
+  uint64_t ticket = 0;   // admission order
+  bool queued = false;   // waiting for rows
+  bool dead = false;     // cancelled, failed or the scheduler stopped: every call fails
+  std::exception_ptr death;
+
+  enum class Call { None, Step, Prefill };
+  Call call = Call::None;
+  bool done = false;
+  std::vector<int32_t> tokens;
+  int n_new = 0;
+  bool select = false;  // choose next to the logits (the GPU fast path)
+  SelectionRules rules;
+  std::vector<SampledSummary> summaries;
+  int k = 0;
+  std::vector<int> pending_reorder;  // beams: applied before the group's next call
+  std::vector<float> logits;
+  std::vector<TokenChoice> choices;
+  std::exception_ptr error;
+  std::condition_variable wake;
+};
+
+struct EncodeRequest {
+  Tensor mel;
+  int audio_ctx = 0;
+  const std::atomic<bool>* cancel = nullptr;
+  std::shared_ptr<const AudioContext> result;
+  std::exception_ptr error;
+  bool done = false;
+  std::condition_variable wake;
+};
+
+struct ExclusiveRequest {
+  std::function<void()> fn;
+  const std::atomic<bool>* cancel = nullptr;
+  std::exception_ptr error;
+  bool done = false;
+  std::condition_variable wake;
+};
+
+struct BatchScheduler::Impl {
+  Impl(WhisperModel& model, BatchOptions options);
+
+  WhisperModel& model;
+  BatchOptions options;
+  int encode_budget = 1;
+
+  mutable std::mutex mutex;
+  std::condition_variable work;  // the scheduler's thread waits here
+  bool stopping = false;
+  std::deque<std::shared_ptr<EncodeRequest>> encodes;
+  std::deque<std::shared_ptr<ExclusiveRequest>> exclusives;
+  std::vector<std::shared_ptr<SequenceGroup>> groups;  // every group with a live Inference
+  std::deque<std::shared_ptr<SequenceGroup>> admission;  // waiting for rows, in ticket order
+  std::vector<std::shared_ptr<SequenceGroup>> releasing;  // Inference gone: rows to free
+  uint64_t next_ticket = 1;
+  BatchStats stats;
+
+  // The slot state (scheduler thread only) and which group holds each row.
+  std::unique_ptr<DecoderState> state;
+  std::vector<SequenceGroup*> row_owner;
+  int64_t state_frames = 0;
+  int steps_since_resize = 0;
+  double last_step_ms = 0;
+  std::thread thread;
+
+  // batch_scheduler.cc
+  void loop();
+  bool actionable() const;
+  void fail_everything(std::unique_lock<std::mutex>& lock);
+  void reap(std::unique_lock<std::mutex>& lock);
+  bool run_encodes(std::unique_lock<std::mutex>& lock);
+  bool run_exclusive(std::unique_lock<std::mutex>& lock);
+  // batch_rows.cc
+  int capacity() const { return state ? state->batch() : 0; }
+  int rows_in_use() const;
+  int queued_rows() const;  // rows asked for by groups waiting for admission
+  int rows_limit(int group_rows) const;
+  bool admit(std::unique_lock<std::mutex>& lock);
+  int find_free_run(int rows) const;
+  void release_rows(SequenceGroup& g);
+  void maybe_shrink();
+  int run_prefill(std::unique_lock<std::mutex>& lock);  // tokens prefilled (0: none waiting)
+  bool run_step(std::unique_lock<std::mutex>& lock);
+  void apply_reorder(SequenceGroup& g);
+  void finish_call(SequenceGroup& g, std::exception_ptr error = nullptr);
+  void kill(SequenceGroup& g, std::exception_ptr why);
+  // batch_inference.cc: the calling thread's side of a group's call.
+  void call(SequenceGroup& g, std::unique_lock<std::mutex>& lock);
+};
+
+}  // namespace hark

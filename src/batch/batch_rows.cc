@@ -1,0 +1,266 @@
+// Rows of the shared slot state: admission in ticket order into contiguous free rows
+// (growing the state by powers of two up to the row budget, shrinking it when the load
+// drops), prefills on a group's own rows, and the batched single-token step.
+#include <algorithm>
+#include <bit>
+
+#include "batch/batch_internal.h"
+
+namespace hark {
+namespace {
+
+// A state this many steps old may shrink: resizes copy every cache, so they are rare.
+constexpr int kStepsBeforeShrink = 64;
+
+int pow2_at_least(int n) { return static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(n, 1)))); }
+
+bool same_rules(const SelectionRules& a, const SelectionRules& b) {
+  return a.suppress_blank == b.suppress_blank && a.blank == b.blank && a.suppress == b.suppress &&
+         a.timestamps == b.timestamps && a.timestamp_begin == b.timestamp_begin &&
+         a.no_timestamps == b.no_timestamps && a.eot == b.eot && a.max_initial_timestamp == b.max_initial_timestamp;
+}
+
+bool pending(const SequenceGroup& g, SequenceGroup::Call call) { return !g.dead && g.call == call && !g.done; }
+
+}  // namespace
+
+int BatchScheduler::Impl::rows_in_use() const {
+  return static_cast<int>(std::count_if(row_owner.begin(), row_owner.end(), [](auto* o) { return o != nullptr; }));
+}
+
+int BatchScheduler::Impl::queued_rows() const {
+  int rows = 0;
+  for (const auto& g : admission)
+    if (!g->dead) rows += g->rows;
+  return rows;
+}
+
+// The row budget while a group of `group_rows` waits: --max-batch, or the group alone when
+// it is larger than that.
+int BatchScheduler::Impl::rows_limit(int group_rows) const { return std::max(options.max_rows, group_rows); }
+
+int BatchScheduler::Impl::find_free_run(int rows) const {
+  int run = 0;
+  for (int r = 0; r < static_cast<int>(row_owner.size()); ++r) {
+    run = row_owner[r] ? 0 : run + 1;
+    if (run == rows) return r - rows + 1;
+  }
+  return -1;
+}
+
+void BatchScheduler::Impl::release_rows(SequenceGroup& g) {
+  if (g.first < 0) return;
+  if (state) model.free_rows(*state, g.first, g.rows);
+  for (int r = g.first; r < g.first + g.rows && r < static_cast<int>(row_owner.size()); ++r) row_owner[r] = nullptr;
+  g.first = -1;
+  stats.rows_active = rows_in_use();
+}
+
+// Admits waiting groups in ticket order while rows are free: the head waits rather than
+// letting later groups pass it, so a large group is not starved by a stream of small ones.
+bool BatchScheduler::Impl::admit(std::unique_lock<std::mutex>& lock) {
+  bool any = false;
+  while (!admission.empty()) {
+    std::shared_ptr<SequenceGroup> g = admission.front();
+    if (g->dead) {
+      admission.pop_front();
+      continue;
+    }
+    const int need = g->rows, limit = rows_limit(need);
+    if (rows_in_use() + need > limit) break;
+    try {
+      const int64_t frames = g->audio->frames();
+      if (state && frames != state_frames)
+        throw Error(ErrorCode::InvalidArgument, "[batch] a window of " + std::to_string(frames) +
+                                                    " frames cannot join a batch of windows of " +
+                                                    std::to_string(state_frames) + " (audio_ctx runs alone)");
+      if (!state) {
+        state_frames = frames;
+        state = model.new_slot_state(pow2_at_least(need), pow2_at_least(need), frames);
+        row_owner.assign(state->batch(), nullptr);
+        steps_since_resize = 0;
+      }
+      int first = find_free_run(need);
+      while (first < 0 && capacity() < pow2_at_least(limit)) {
+        const int grown = std::min(pow2_at_least(limit), capacity() * 2);
+        state = model.resize_slot_state(*state, grown, grown);
+        row_owner.resize(grown, nullptr);
+        steps_since_resize = 0;
+        first = find_free_run(need);
+      }
+      if (first < 0) break;  // fragmented: wait for rows to come back
+      admission.pop_front();
+      g->queued = false;
+      // The window goes into the window slot that has the group's first row's index, so
+      // windows and rows shrink together.
+      lock.unlock();
+      try {
+        model.load_window(*state, first, *g->audio);
+        model.start_rows(*state, first, need, first);
+      } catch (...) {
+        lock.lock();
+        throw;
+      }
+      lock.lock();
+      g->first = first;
+      for (int r = first; r < first + need; ++r) row_owner[r] = g.get();
+      stats.rows_active = rows_in_use();
+      stats.row_capacity = capacity();
+      any = true;
+    } catch (...) {
+      admission.pop_front();
+      kill(*g, std::current_exception());
+    }
+  }
+  return any;
+}
+
+void BatchScheduler::Impl::maybe_shrink() {
+  if (!state) return;
+  if (rows_in_use() == 0 && admission.empty()) {  // idle: give the buffers back to the pool
+    state.reset();
+    row_owner.clear();
+    stats.row_capacity = 0;
+    return;
+  }
+  if (!admission.empty() || steps_since_resize < kStepsBeforeShrink || capacity() <= 1) return;
+  int highest = -1;
+  for (int r = 0; r < capacity(); ++r)
+    if (row_owner[r]) highest = r;
+  const int half = capacity() / 2;
+  if (highest >= half || rows_in_use() * 2 > half) return;
+  state = model.resize_slot_state(*state, half, half);
+  row_owner.resize(half);
+  steps_since_resize = 0;
+  stats.row_capacity = capacity();
+}
+
+void BatchScheduler::Impl::apply_reorder(SequenceGroup& g) {
+  if (g.pending_reorder.empty()) return;
+  std::vector<int> source = std::move(g.pending_reorder);
+  g.pending_reorder.clear();
+  model.reorder_rows(*state, g.first, source);
+}
+
+// One waiting prompt: n tokens on the group's own rows, between two steps of the batch.
+int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
+  std::shared_ptr<SequenceGroup> g;
+  uint64_t oldest = 0;
+  for (const auto& candidate : groups)
+    if (candidate->first >= 0 && pending(*candidate, SequenceGroup::Call::Prefill) &&
+        (!g || candidate->ticket < oldest)) {
+      g = candidate;
+      oldest = candidate->ticket;
+    }
+  if (!g) return 0;
+  std::exception_ptr error;
+  Tensor logits;
+  const auto start = BatchClock::now();
+  lock.unlock();
+  try {
+    apply_reorder(*g);
+    logits = model.decode_rows(*state, g->first, g->rows, g->tokens, g->n_new);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  stats.prefill_seconds += std::chrono::duration<double>(BatchClock::now() - start).count();
+  ++stats.prefills;
+  if (!error) g->logits = logits.to_vector();
+  finish_call(*g, error);
+  return std::max(1, g->rows * g->n_new);
+}
+
+// The batched step. Waits up to gather_ms for every admitted group to hand in its next
+// token, then advances the groups that did; the others keep their rows and join a later step.
+bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
+  auto admitted_ready = [&] {
+    for (const auto& g : groups)
+      if (!g->dead && g->first >= 0 && !(g->call != SequenceGroup::Call::None && !g->done)) return false;
+    return true;
+  };
+  auto any_step = [&] {
+    return std::any_of(groups.begin(), groups.end(),
+                       [](const auto& g) { return g->first >= 0 && pending(*g, SequenceGroup::Call::Step); });
+  };
+  if (!any_step()) return false;
+  // A group that misses a step loses a whole step, so the wait scales with the step time.
+  const auto gather_start = BatchClock::now();
+  const double wait_ms = std::max(options.gather_ms, 0.5 * last_step_ms);
+  const auto deadline = gather_start + std::chrono::duration_cast<BatchClock::duration>(
+                                           std::chrono::duration<double, std::milli>(wait_ms));
+  work.wait_until(lock, deadline, [&] { return stopping || admitted_ready(); });
+  if (stopping) return false;
+  const auto step_start = BatchClock::now();
+  stats.gather_seconds += std::chrono::duration<double>(step_start - gather_start).count();
+  std::vector<std::shared_ptr<SequenceGroup>> stepping;
+  const int text_ctx = model.hparams().n_text_ctx;
+  for (const auto& g : groups) {
+    if (g->first < 0 || !pending(*g, SequenceGroup::Call::Step)) continue;
+    if (state->length(g->first) + 1 > text_ctx) {  // fails its call alone, not the shared step
+      finish_call(*g, std::make_exception_ptr(Error(
+                          ErrorCode::InvalidArgument,
+                          "[decoder] sequence would exceed the text context of " + std::to_string(text_ctx) + " tokens")));
+      continue;
+    }
+    stepping.push_back(g);
+  }
+  if (stepping.empty()) return false;
+  const int rows = capacity();
+  std::vector<int32_t> tokens(rows, 0);
+  std::vector<uint8_t> active(rows, 0);
+  for (const auto& g : stepping)
+    for (int i = 0; i < g->rows; ++i) {
+      tokens[g->first + i] = g->tokens[i];
+      active[g->first + i] = 1;
+    }
+  std::exception_ptr error;
+  lock.unlock();
+  try {
+    for (const auto& g : stepping) apply_reorder(*g);
+    model.step_rows(*state, tokens, active);
+    for (const auto& g : stepping)
+      if (!g->select) g->logits = model.slot_logits(*state, g->first, g->rows).to_vector();
+    // Groups choosing next to the logits: one selection per distinct rule set and width.
+    std::vector<bool> chosen(stepping.size(), false);
+    for (size_t i = 0; i < stepping.size(); ++i) {
+      if (!stepping[i]->select || chosen[i]) continue;
+      std::vector<int> rows_of_class;
+      std::vector<SampledSummary> summaries;
+      std::vector<size_t> members;
+      for (size_t j = i; j < stepping.size(); ++j) {
+        SequenceGroup& o = *stepping[j];
+        if (!o.select || chosen[j] || o.k != stepping[i]->k || !same_rules(o.rules, stepping[i]->rules)) continue;
+        chosen[j] = true;
+        members.push_back(j);
+        for (int r = 0; r < o.rows; ++r) rows_of_class.push_back(o.first + r);
+        summaries.insert(summaries.end(), o.summaries.begin(), o.summaries.end());
+      }
+      const int k = stepping[i]->k;
+      std::vector<TokenChoice> out = model.select_rows(*state, rows_of_class, stepping[i]->rules, summaries, k);
+      size_t at = 0;
+      for (size_t j : members) {
+        SequenceGroup& o = *stepping[j];
+        o.choices.assign(out.begin() + at, out.begin() + at + static_cast<size_t>(o.rows) * k);
+        at += static_cast<size_t>(o.rows) * k;
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  last_step_ms = std::chrono::duration<double, std::milli>(BatchClock::now() - step_start).count();
+  stats.step_seconds += last_step_ms / 1000;
+  ++stats.steps;
+  ++steps_since_resize;
+  for (const auto& g : stepping) {
+    stats.rows_stepped += g->rows;
+    if (error)
+      kill(*g, error);
+    else
+      finish_call(*g);
+  }
+  return true;
+}
+
+}  // namespace hark

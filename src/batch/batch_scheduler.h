@@ -1,0 +1,72 @@
+// Many transcriptions, one model: the scheduler that lets every run of an engine use the
+// model at once. Each run keeps its own seek loop and decoding logic on its own thread;
+// what it asks of the model goes through here, where one thread owns the model and
+//   - encodes the windows that runs are waiting for, several per encoder call (a window
+//     budget),
+//   - decodes the single-token steps of every run's sequences together in one slot state
+//     (WhisperModel::new_slot_state): greedy rows, sampled rows and beams of different
+//     requests, each keeping its own filters, temperature, prompt, language and task,
+//     since those live in the run's DecodingTask; a sequence group is admitted into free
+//     rows when it starts and gives them back when it ends, at any step (continuous
+//     batching); prompts are prefilled on the group's own rows between two steps,
+//   - runs the few other model calls (word-timing passes) in between.
+// A step waits a few milliseconds for the tokens of every running group (a rendezvous);
+// a group that is late sits that step out. Groups are admitted in the order they asked,
+// so a run waits for rows at most as long as the running groups take to finish their
+// current window (each window is a new request for rows: a long run does not hold its
+// rows from one window to the next).
+//
+// On the CPU (fp32) every sequence gets bit for bit the numbers it would get decoded
+// alone: windows are encoded one per call there, the products of a step are
+// row-independent up to 32 rows, and a group's rows are contiguous and read their own
+// window, so its cross-attention is the same call as alone.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "decode/decoding_task.h"
+#include "hark/engine.h"
+#include "model/whisper_model.h"
+
+namespace hark {
+
+struct BatchOptions {
+  int max_rows = 16;            // decoder rows stepped together (a group larger than this runs alone)
+  int max_encode_windows = 0;   // windows per encoder call; 0: 1 on the CPU (exact), 16 on a GPU
+  double gather_ms = 4;         // how long a step waits for the other groups' next tokens
+};
+
+class BatchScheduler {
+ public:
+  BatchScheduler(WhisperModel& model, BatchOptions options);
+  ~BatchScheduler();
+  BatchScheduler(const BatchScheduler&) = delete;
+  BatchScheduler& operator=(const BatchScheduler&) = delete;
+
+  // Each call blocks its (run's) thread until the scheduler has done the work. `cancel`
+  // (may be null) is polled: once set, the call fails with ErrorCode::Cancelled and the
+  // run's rows are given back at the next step.
+  std::shared_ptr<const AudioContext> encode(const Tensor& mel, int audio_ctx, const std::atomic<bool>* cancel);
+  // Runs `fn` on the scheduler's thread between two steps (the model is free then).
+  void run_exclusive(const std::function<void()>& fn, const std::atomic<bool>* cancel);
+  // An Inference for DecodingTask whose rows live in the shared batch.
+  std::unique_ptr<Inference> inference(std::shared_ptr<const AudioContext> audio, const std::atomic<bool>* cancel);
+
+  BatchStats stats() const;
+  const BatchOptions& options() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A ModelInference whose every call (and its end) runs on the scheduler's thread between
+// two steps: for runs that cannot share the batch (another model, other window lengths).
+std::unique_ptr<Inference> exclusive_inference(BatchScheduler& scheduler, WhisperModel& model,
+                                               std::shared_ptr<const AudioContext> audio,
+                                               const std::atomic<bool>* cancel);
+
+}  // namespace hark

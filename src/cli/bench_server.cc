@@ -1,0 +1,189 @@
+#include "cli/bench_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include <httplib.h>
+
+#include "audio/audio.h"
+#include "hark/error.h"
+
+namespace hark::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+struct Clip {
+  std::string name;
+  std::string bytes;
+  double seconds = 0;
+};
+
+std::vector<Clip> load_clips(const std::string& where) {
+  std::vector<fs::path> paths;
+  if (fs::is_directory(where)) {
+    for (const auto& e : fs::directory_iterator(where))
+      if (e.is_regular_file()) paths.push_back(e.path());
+  } else if (fs::is_regular_file(where)) {
+    paths.push_back(where);
+  } else {
+    throw Error(ErrorCode::NotFound, "[bench] --clips " + where + " is neither a folder nor a file");
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<Clip> clips;
+  for (const auto& p : paths) {
+    Clip c;
+    try {
+      c.seconds = decode_audio_file(p.string()).size() / 16000.0;  // what the server will hear
+    } catch (const Error&) {
+      continue;  // not audio (a README, a list): skipped
+    }
+    std::ifstream f(p, std::ios::binary);
+    c.bytes.assign(std::istreambuf_iterator<char>(f), {});
+    c.name = p.filename().string();
+    clips.push_back(std::move(c));
+  }
+  if (clips.empty()) throw Error(ErrorCode::NotFound, "[bench] no audio files in " + where);
+  return clips;
+}
+
+// Peak GPU memory in use while the run lasts, from nvidia-smi (a server on this machine).
+class GpuMemoryWatch {
+ public:
+  GpuMemoryWatch() {
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        if (FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r")) {
+          double total = 0, v = 0;
+          bool any = false;
+          while (std::fscanf(p, "%lf", &v) == 1) total += v, any = true;
+          if (pclose(p) == 0 && any) peak_mib_ = std::max(peak_mib_.load(), total);
+        }
+        for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  ~GpuMemoryWatch() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  double peak_mib() const { return peak_mib_; }  // 0: no GPU seen
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<double> peak_mib_{0};
+  std::thread thread_;
+};
+
+struct Outcome {
+  double ms = 0, audio_seconds = 0;
+  int status = 0;  // HTTP status, or −1 when no response came
+  std::string error;
+};
+
+Outcome send_one(httplib::Client& client, const Clip& clip, const ServerBenchArgs& args) {
+  httplib::MultipartFormDataItems items = {{"file", clip.bytes, clip.name, "application/octet-stream"},
+                                           {"model", "whisper-1", "", ""}};
+  for (const std::string& f : args.fields) {
+    const size_t eq = f.find('=');
+    items.push_back({f.substr(0, eq), eq == std::string::npos ? "" : f.substr(eq + 1), "", ""});
+  }
+  Outcome o;
+  const auto t0 = Clock::now();
+  auto r = client.Post("/v1/audio/transcriptions", items);
+  o.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (!r) {
+    o.status = -1;
+    o.error = httplib::to_string(r.error());
+  } else {
+    o.status = r->status;
+    if (r->status != 200) o.error = r->body.substr(0, 200);
+  }
+  o.audio_seconds = o.status == 200 ? clip.seconds : 0;
+  return o;
+}
+
+}  // namespace
+
+double percentile(std::vector<double> ms, double p) {
+  if (ms.empty()) return 0;
+  std::sort(ms.begin(), ms.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * ms.size()));
+  return ms[std::clamp<size_t>(rank, 1, ms.size()) - 1];
+}
+
+nlohmann::json run_server_bench(const ServerBenchArgs& args) {
+  if (args.concurrency < 1) throw Error(ErrorCode::InvalidArgument, "[bench] --concurrency must be at least 1");
+  const std::vector<Clip> clips = load_clips(args.clips);
+  const int total = args.requests > 0 ? args.requests : static_cast<int>(clips.size()) * args.concurrency;
+  httplib::Client probe(args.url);
+  if (!args.api_key.empty()) probe.set_bearer_token_auth(args.api_key.c_str());
+  auto health = probe.Get("/health");
+  if (!health || health->status != 200)
+    throw Error(ErrorCode::Unavailable, "[bench] no healthy server at " + args.url + " (GET /health failed)");
+
+  // Each phase: `count` requests over the clips in order, `concurrency` clients at once.
+  auto phase = [&](int count, std::vector<Outcome>* record) {
+    std::atomic<int> next{0};
+    std::mutex mutex;
+    std::vector<std::thread> clients;
+    for (int c = 0; c < args.concurrency; ++c)
+      clients.emplace_back([&] {
+        httplib::Client client(args.url);
+        client.set_read_timeout(static_cast<time_t>(args.timeout_sec), 0);
+        client.set_write_timeout(static_cast<time_t>(args.timeout_sec), 0);
+        if (!args.api_key.empty()) client.set_bearer_token_auth(args.api_key.c_str());
+        for (int i = next++; i < count; i = next++) {
+          Outcome o = send_one(client, clips[static_cast<size_t>(i) % clips.size()], args);
+          std::lock_guard lock(mutex);
+          if (record) record->push_back(std::move(o));
+        }
+      });
+    for (auto& t : clients) t.join();
+  };
+  phase(args.warmup, nullptr);
+  std::vector<Outcome> outcomes;
+  GpuMemoryWatch gpu;
+  const auto started = Clock::now();
+  phase(total, &outcomes);
+  const double wall = std::chrono::duration<double>(Clock::now() - started).count();
+  gpu.stop();
+
+  std::vector<double> ms;
+  double audio = 0;
+  std::map<std::string, int> errors;
+  for (const Outcome& o : outcomes) {
+    ms.push_back(o.ms);
+    audio += o.audio_seconds;
+    if (o.status != 200) ++errors[std::to_string(o.status) + " " + o.error.substr(0, 80)];
+  }
+  nlohmann::json out = {
+      {"url", args.url},
+      {"concurrency", args.concurrency},
+      {"clips", clips.size()},
+      {"requests", outcomes.size()},
+      {"errors", static_cast<int>(outcomes.size()) - static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
+                                                                                    [](auto& o) { return o.status == 200; }))},
+      {"wall_seconds", wall},
+      {"audio_seconds", audio},
+      {"rtfx", wall > 0 ? audio / wall : 0},
+      {"requests_per_second", wall > 0 ? outcomes.size() / wall : 0},
+      {"latency_ms", {{"p50", percentile(ms, 50)}, {"p95", percentile(ms, 95)}, {"p99", percentile(ms, 99)},
+                      {"max", percentile(ms, 100)}, {"mean", ms.empty() ? 0 : std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size()}}},
+      {"error_kinds", errors}};
+  if (gpu.peak_mib() > 0) out["gpu_memory_peak_mib"] = gpu.peak_mib();
+  return out;
+}
+
+}  // namespace hark::cli

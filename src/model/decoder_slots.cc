@@ -1,0 +1,249 @@
+// Slot states for continuous batching (WhisperModel::new_slot_state and friends): fixed
+// row and window slots that groups of sequences take and give back while the others keep
+// decoding. Every per-step value goes through the state's input buffer, as in decode(), so
+// the step of one slot state size is recorded once and replayed.
+#include <algorithm>
+#include <bit>
+
+#include "core/ops.h"
+#include "model/decoder_buffers.h"
+#include "model/whisper_model.h"
+
+namespace hark {
+namespace {
+
+constexpr int32_t kPaddingToken = 0;
+
+void check_run(const DecoderState& state, int first, int count) {
+  if (count < 1 || first < 0 || first + count > state.batch())
+    throw Error(ErrorCode::InvalidArgument, "[decoder] rows [" + std::to_string(first) + ", " +
+                                                std::to_string(first + count) + ") are outside the slot state's " +
+                                                std::to_string(state.batch()) + " rows");
+}
+
+}  // namespace
+
+std::unique_ptr<DecoderState> WhisperModel::new_slot_state(int rows, int windows, int64_t frames) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  if (rows < 1 || windows < 1 || frames < 1 || frames > hp.n_audio_ctx)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] a slot state needs rows, windows and 1.." +
+                                                std::to_string(hp.n_audio_ctx) + " frames");
+  auto state = std::make_unique<DecoderState>();
+  state->windows_.assign(windows + 1, nullptr);
+  state->pad_window_ = windows;
+  state->row_window_.assign(rows, windows);
+  state->lengths_.assign(rows, 0);
+  state->buffers_ = pool_->acquire(hp, DecoderShape{rows, windows + 1, frames}, false, true);
+  state->pool_ = pool_;
+  // The padding window is zeros, so free rows compute finite numbers nobody reads.
+  const int64_t width = 2LL * hp.n_text_layer * hp.n_text_state;
+  Tensor zeros = Tensor::zeros({frames, width}, be.act_dtype());
+  Tensor pad = state->buffers_->cross_kv.rows(windows * frames, (windows + 1) * frames);
+  be.copy(zeros, pad);
+  // Rows past the last active one are not stepped on every backend (step_rows): their
+  // logits, which a selection over the whole state reads, start as zeros, not garbage.
+  be.copy(Tensor::zeros({rows, hp.n_vocab}, DType::F32), state->buffers_->step_logits);
+  return state;
+}
+
+std::unique_ptr<DecoderState> WhisperModel::resize_slot_state(DecoderState& from, int rows, int windows) {
+  if (from.pad_window_ < 0) throw Error(ErrorCode::InvalidArgument, "[decoder] resize_slot_state needs a slot state");
+  const int old_rows = from.batch(), old_windows = from.pad_window_;
+  const int keep_rows = std::min(rows, old_rows), keep_windows = std::min(windows, old_windows);
+  for (int r = keep_rows; r < old_rows; ++r)
+    if (from.row_window_[r] != old_windows)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] row " + std::to_string(r) + " is in use; it cannot be dropped");
+  for (int r = 0; r < keep_rows; ++r)
+    if (from.row_window_[r] != old_windows && from.row_window_[r] >= keep_windows)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] window slot " + std::to_string(from.row_window_[r]) +
+                                                  " is in use; it cannot be dropped");
+  Backend& be = *backend_;
+  const int64_t frames = from.buffers_->shape.frames, ctx = hparams().n_text_ctx;
+  auto state = new_slot_state(rows, windows, frames);
+  DecoderBuffers& src = *from.buffers_;
+  DecoderBuffers& dst = *state->buffers_;
+  for (size_t l = 0; l < src.self_k.size(); ++l) {
+    Tensor k = dst.self_k[l].rows(0, keep_rows * ctx), v = dst.self_v[l].rows(0, keep_rows * ctx);
+    be.copy(src.self_k[l].rows(0, keep_rows * ctx), k);
+    be.copy(src.self_v[l].rows(0, keep_rows * ctx), v);
+  }
+  Tensor kv = dst.cross_kv.rows(0, keep_windows * frames);
+  be.copy(src.cross_kv.rows(0, keep_windows * frames), kv);
+  for (int r = 0; r < keep_rows; ++r) {
+    state->lengths_[r] = from.lengths_[r];
+    state->row_window_[r] = from.row_window_[r] == old_windows ? windows : from.row_window_[r];
+  }
+  return state;
+}
+
+void WhisperModel::load_window(DecoderState& state, int window, const AudioContext& audio) {
+  if (window < 0 || window >= state.pad_window_)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] window slot " + std::to_string(window) + " does not exist");
+  DecoderBuffers& buf = *state.buffers_;
+  if (audio.frames() != buf.shape.frames)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] a window of " + std::to_string(audio.frames()) +
+                                                " frames does not fit a slot state of " +
+                                                std::to_string(buf.shape.frames));
+  Tensor dst = buf.cross_kv.rows(window * buf.shape.frames, (window + 1) * buf.shape.frames);
+  backend_->copy(audio.cross_kv, dst);
+}
+
+void WhisperModel::start_rows(DecoderState& state, int first, int count, int window) {
+  check_run(state, first, count);
+  if (window < 0 || window >= state.pad_window_)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] window slot " + std::to_string(window) + " does not exist");
+  for (int r = first; r < first + count; ++r) {
+    state.lengths_[r] = 0;
+    state.row_window_[r] = window;
+  }
+}
+
+void WhisperModel::free_rows(DecoderState& state, int first, int count) {
+  check_run(state, first, count);
+  for (int r = first; r < first + count; ++r) {
+    state.lengths_[r] = 0;
+    state.row_window_[r] = state.pad_window_;
+  }
+}
+
+Tensor WhisperModel::decode_rows(DecoderState& state, int first, int count, std::span<const int32_t> tokens,
+                                 int n_new) {
+  const HParams& hp = hparams();
+  check_run(state, first, count);
+  if (n_new < 1 || static_cast<int64_t>(tokens.size()) != static_cast<int64_t>(count) * n_new)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] expected " + std::to_string(count) + " x " +
+                                                std::to_string(n_new) + " tokens, got " + std::to_string(tokens.size()));
+  for (int r = first; r < first + count; ++r)
+    if (state.lengths_[r] + n_new > hp.n_text_ctx)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] sequence would exceed the text context of " +
+                                                  std::to_string(hp.n_text_ctx) + " tokens");
+  for (int32_t id : tokens)
+    if (id < 0 || id >= hp.n_vocab)
+      throw Error(ErrorCode::InvalidArgument, "[embedding] token id " + std::to_string(id) +
+                                                  " outside the vocabulary of " + std::to_string(hp.n_vocab));
+  stage_inputs(state, tokens, first, count);
+  Tensor logits = decoder_forward(state, n_new, false, nullptr, first, count);
+  Tensor result = backend_->to_host(logits);
+  for (int r = first; r < first + count; ++r) state.lengths_[r] += n_new;
+  return result;
+}
+
+void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  const int rows = state.batch();
+  if (state.pad_window_ < 0 || static_cast<int>(tokens.size()) != rows || static_cast<int>(active.size()) != rows)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] step_rows needs a slot state and one token per row");
+  // A backend that records steps replays one record per state size, so it steps every row
+  // (free rows read the padding window). One that does not steps the rows up to the last
+  // active one only: there a free row costs as much as a used one, and rows are computed
+  // independently, so the active rows get the same numbers either way.
+  int span = rows;
+  if (!be.records_replays()) {
+    span = 0;
+    for (int r = 0; r < rows; ++r)
+      if (active[r]) span = r + 1;
+    if (span == 0) return;
+  }
+  DecoderBuffers& buf = *state.buffers_;
+  int32_t* in = buf.host_inputs.data<int32_t>();
+  for (int r = 0; r < span; ++r) {
+    if (active[r] && state.lengths_[r] + 1 > hp.n_text_ctx)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] sequence would exceed the text context of " +
+                                                  std::to_string(hp.n_text_ctx) + " tokens");
+    const int32_t token = active[r] ? tokens[r] : kPaddingToken;
+    if (token < 0 || token >= hp.n_vocab)
+      throw Error(ErrorCode::InvalidArgument, "[embedding] token id " + std::to_string(token) +
+                                                  " outside the vocabulary of " + std::to_string(hp.n_vocab));
+    // A row sitting this step out writes its padding K/V just past its sequence, where its
+    // next real token will overwrite it (a full row, which never steps again, at its last).
+    in[r] = std::min(state.lengths_[r], hp.n_text_ctx - 1);
+    in[span + r] = state.row_window_[r];
+    in[2 * span + r] = token;
+  }
+  if (span == rows) {
+    be.replay(buf.id << 8 | DecoderBuffers::kSlotStepKey, [&] {
+      Tensor logits = decoder_forward(state, 1, false, nullptr);
+      be.copy_async(logits, buf.step_logits);
+    });
+    be.synchronize();
+  } else {
+    Tensor logits = decoder_forward(state, 1, false, nullptr, 0, span);
+    Tensor dst = buf.step_logits.rows(0, span);
+    be.copy_async(logits, dst);
+    be.synchronize();
+  }
+  for (int r = 0; r < span; ++r)
+    if (active[r]) state.lengths_[r] += 1;
+}
+
+Tensor WhisperModel::slot_logits(DecoderState& state, int first, int count) {
+  check_run(state, first, count);
+  return backend_->to_host(state.buffers_->step_logits.rows(first, first + count));
+}
+
+std::vector<TokenChoice> WhisperModel::select_rows(DecoderState& state, std::span<const int> rows,
+                                                   const SelectionRules& rules,
+                                                   std::span<const SampledSummary> summaries, int k) {
+  Backend& be = *backend_;
+  const HParams& hp = hparams();
+  const int batch = state.batch();
+  if (rows.size() != summaries.size() || k < 1 || k > DecoderBuffers::kMaxChoices)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] select_rows needs one summary per row and 1..16 choices");
+  DecoderBuffers& buf = *state.buffers_;
+  // One selection over every row of the state (rows not asked about get empty summaries):
+  // the launch is the same whichever rows ask, and the few rule sets of a batch each cost one.
+  std::vector<SampledSummary> all(batch);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    check_run(state, rows[i], 1);
+    all[rows[i]] = summaries[i];
+  }
+  const std::vector<int32_t> spec = make_select_spec(rules, hp.n_vocab, all);
+  std::copy(spec.begin(), spec.end(), buf.host_spec.data<int32_t>());
+  const int64_t n_choices = static_cast<int64_t>(batch) * k * 2;
+  Tensor choices = buf.choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  Tensor host_choices = buf.host_choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  be.copy_async(buf.host_spec, buf.spec);
+  ops::select_tokens(be, buf.step_logits, buf.spec, k, choices);
+  be.copy_async(choices, host_choices);
+  be.synchronize();
+  std::vector<TokenChoice> out;
+  const int32_t* c = host_choices.data<int32_t>();
+  for (int row : rows)
+    for (int i = 0; i < k; ++i) {
+      const int64_t at = (static_cast<int64_t>(row) * k + i) * 2;
+      out.push_back({c[at], std::bit_cast<float>(c[at + 1])});
+    }
+  return out;
+}
+
+void WhisperModel::reorder_rows(DecoderState& state, int first, std::span<const int> source) {
+  const int count = static_cast<int>(source.size());
+  check_run(state, first, count);
+  std::vector<int> lengths(count);
+  std::vector<int32_t> row_window(count);
+  for (int i = 0; i < count; ++i) {
+    if (source[i] < 0 || source[i] >= count)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] reorder row out of range");
+    lengths[i] = state.lengths_[first + source[i]];
+    row_window[i] = state.row_window_[first + source[i]];
+  }
+  DecoderBuffers& buf = *state.buffers_;
+  const int64_t ctx = hparams().n_text_ctx;
+  std::vector<Tensor> views;
+  for (size_t layer = 0; layer < buf.self_k.size(); ++layer) {
+    views.push_back(buf.self_k[layer].rows(first * ctx, (first + count) * ctx));
+    views.push_back(buf.self_v[layer].rows(first * ctx, (first + count) * ctx));
+  }
+  std::vector<Tensor*> caches;
+  for (Tensor& v : views) caches.push_back(&v);
+  // In place: the views share the state's buffers (which a recorded step holds).
+  backend_->gather_sequences(caches, ctx, source, lengths);
+  for (int i = 0; i < count; ++i) {
+    state.lengths_[first + i] = lengths[i];
+    state.row_window_[first + i] = row_window[i];
+  }
+}
+
+}  // namespace hark

@@ -1,0 +1,129 @@
+// Same output as alone: requests of mixed length and options decoded concurrently by a
+// batching engine give, bit for bit, what each gives alone on an engine that runs one job
+// at a time (the pre-batching path): greedy, beams, the temperature fallback with best-of
+// sampling, prompts, languages (given and detected), translation, word timestamps,
+// without timestamps, and streaming runs fed in chunks among them.
+#include <thread>
+
+#include "batch_test_util.h"
+
+namespace hark::test {
+namespace {
+
+struct Request {
+  std::string name;
+  double seconds = 5;
+  int seed = 1;
+  TranscribeOptions options;
+  double chunk_seconds = 0;  // > 0: a streaming run fed in chunks of this length
+};
+
+TranscribeOptions base_options() {
+  TranscribeOptions o;
+  o.sample_len = 8;  // random weights never say EOT: a few tokens per window keep this cheap
+  o.temperatures = {0.0f, 0.5f, 1.0f};
+  o.best_of = 2;
+  return o;
+}
+
+std::vector<Request> mixed_requests() {
+  std::vector<Request> r;
+  auto add = [&](std::string name, double seconds, int seed, auto&& tweak, double chunk = 0) {
+    Request q{std::move(name), seconds, seed, base_options(), chunk};
+    tweak(q.options);
+    r.push_back(std::move(q));
+  };
+  add("greedy-en", 4, 1, [](TranscribeOptions& o) { o.language = "en"; o.temperatures = {0.0f}; });
+  add("beam3-fallback", 12, 2, [](TranscribeOptions& o) {
+    o.language = "en";
+    o.beam_size = 3;
+    o.temperatures = {0.0f, 0.6f};
+  });
+  add("two-windows-detect", 35, 3, [](TranscribeOptions& o) { o.best_of = 3; });
+  add("prompt-translate-de", 9, 4, [](TranscribeOptions& o) {
+    o.language = "de";
+    o.task = Task::Translate;
+    o.prompt = "Vocabulary: hark, Whisper.";
+  });
+  add("words", 20, 5, [](TranscribeOptions& o) {
+    o.language = "en";
+    o.temperatures = {0.0f};
+    o.word_timestamps = true;
+  });
+  add("sampled-no-timestamps", 6, 6, [](TranscribeOptions& o) {
+    o.language = "fr";
+    o.without_timestamps = true;
+    o.condition_on_previous_text = false;
+    o.best_of = 3;
+    o.temperatures = {0.4f, 0.8f};
+    o.seed = 7;
+  });
+  add("stream-three-windows", 62, 7, [](TranscribeOptions& o) { o.language = "es"; o.temperatures = {0.0f}; }, 2.5);
+  add("beam2-words", 15, 8, [](TranscribeOptions& o) {
+    o.language = "en";
+    o.beam_size = 2;
+    o.temperatures = {0.0f};
+    o.word_timestamps = true;
+  });
+  return r;
+}
+
+Transcript run(Engine& engine, const Request& q) {
+  const std::vector<float> audio = voice_like(q.seconds, q.seed);
+  if (q.chunk_seconds <= 0) return engine.transcribe(audio, q.options);
+  auto stream = engine.stream(q.options);
+  const size_t chunk = static_cast<size_t>(q.chunk_seconds * 16000);
+  for (size_t at = 0; at < audio.size(); at += chunk)
+    stream->feed(std::span<const float>(audio).subspan(at, std::min(chunk, audio.size() - at)));
+  return stream->finish();
+}
+
+TEST(SameAsAlone, ConcurrentMixedRequestsMatchTheOneAtATimeEngine) {
+  const std::vector<Request> requests = mixed_requests();
+  std::vector<Transcript> alone;
+  {
+    auto reference = narrow_engine(1);
+    EXPECT_EQ(reference->max_concurrent_runs(), 1);
+    auto t0 = std::chrono::steady_clock::now();
+    for (const Request& q : requests) {
+      auto t1 = std::chrono::steady_clock::now();
+      alone.push_back(run(*reference, q));
+      std::printf("%s: %.0f ms\n", q.name.c_str(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+    }
+    std::printf("alone total %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  auto batching = narrow_engine(8);
+  EXPECT_GT(batching->max_concurrent_runs(), 1);
+  std::vector<Transcript> together(requests.size());
+  std::vector<std::string> errors(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        together[i] = run(*batching, requests[i]);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  std::printf("together %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_EQ(errors[i], "") << requests[i].name;
+    EXPECT_FALSE(alone[i].segments.empty()) << requests[i].name;
+    expect_identical(together[i], alone[i], requests[i].name);
+  }
+  BatchStats stats = batching->batch_stats();
+  // The last groups' rows are given back at the scheduler's next turn.
+  for (int i = 0; i < 3000 && stats.rows_active > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stats = batching->batch_stats();
+  }
+  EXPECT_GT(stats.steps, 0u);
+  EXPECT_GT(stats.rows_stepped, stats.steps) << "no step carried more than one row: nothing was batched";
+  EXPECT_EQ(stats.rows_active, 0) << "rows were not given back";
+  EXPECT_LE(stats.row_capacity, 8);
+}
+
+}  // namespace
+}  // namespace hark::test

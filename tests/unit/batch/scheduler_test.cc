@@ -1,0 +1,135 @@
+// The scheduler's promises: a short request is not stuck behind long ones (it is admitted
+// in the order it asked, between two windows of the long ones), a cancelled run gives its
+// rows back at the next step while the others finish unchanged, a group larger than the
+// row budget runs alone, runs that cannot share the batch (audio_ctx) run between steps,
+// and misuse of the Inference fails the one group that misused it.
+#include <thread>
+
+#include "batch/batch_scheduler.h"
+#include "batch_test_util.h"
+
+namespace hark::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TranscribeOptions quick(int sample_len = 8) {
+  TranscribeOptions o;
+  o.language = "en";
+  o.temperatures = {0.0f};
+  o.sample_len = sample_len;
+  return o;
+}
+
+// Polls (never asserts a time) until `done` or a generous deadline.
+template <class F>
+bool eventually(F done) {
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (!done()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+TEST(BatchScheduler, ShortRequestIsAdmittedBetweenTheWindowsOfLongOnes) {
+  // Two rows, both taken by long runs of eight windows each: the short run asks for rows
+  // while they decode and gets the first row given back, before their next windows.
+  auto engine = narrow_engine(2);
+  std::atomic<int> finished{0};
+  std::vector<int> order(3, -1);
+  auto run = [&](int who, double seconds) {
+    engine->transcribe(voice_like(seconds, who + 1), quick());
+    order[who] = finished++;
+  };
+  std::thread long_a(run, 0, 235.0), long_b(run, 1, 235.0);
+  ASSERT_TRUE(eventually([&] { return engine->batch_stats().rows_active == 2; }));
+  std::thread short_one(run, 2, 4.0);
+  short_one.join();
+  long_a.join();
+  long_b.join();
+  EXPECT_EQ(order[2], 0) << "the short request finished after a long one";
+}
+
+TEST(BatchScheduler, CancelledRunGivesItsRowsBackAndOthersFinishUnchanged) {
+  const std::vector<float> short_audio = voice_like(12, 3);
+  const Transcript alone = narrow_engine(1)->transcribe(short_audio, quick());
+  auto engine = narrow_engine(4);
+  std::atomic<bool> cancel{false};
+  std::string long_error;
+  std::thread long_run([&] {
+    RunHooks hooks;
+    hooks.cancel = &cancel;
+    try {
+      engine->transcribe(voice_like(600, 9), quick(40), hooks);
+    } catch (const Error& e) {
+      long_error = to_string(e.code());
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return engine->batch_stats().steps > 3; }));
+  Transcript together;
+  std::thread short_run([&] { together = engine->transcribe(short_audio, quick()); });
+  cancel = true;
+  long_run.join();
+  short_run.join();
+  EXPECT_EQ(long_error, to_string(ErrorCode::Cancelled));
+  expect_identical(together, alone, "short run next to a cancelled one");
+  EXPECT_TRUE(eventually([&] { return engine->batch_stats().rows_active == 0; }));
+}
+
+TEST(BatchScheduler, GroupLargerThanTheBudgetAndExclusiveRunsFinishAsAlone) {
+  TranscribeOptions beams = quick();
+  beams.beam_size = 4;  // four rows with a budget of two: runs alone
+  TranscribeOptions short_ctx = quick();
+  short_ctx.audio_ctx = 750;  // other window length: runs between steps, not in the batch
+  TranscribeOptions detect = quick();
+  detect.language = "";
+  const std::vector<TranscribeOptions> options = {beams, short_ctx, detect, quick()};
+  std::vector<Transcript> alone;
+  {
+    auto reference = narrow_engine(1);
+    for (size_t i = 0; i < options.size(); ++i) alone.push_back(reference->transcribe(voice_like(8, int(i)), options[i]));
+  }
+  auto engine = narrow_engine(2);
+  std::vector<Transcript> together(options.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < options.size(); ++i)
+    threads.emplace_back([&, i] { together[i] = engine->transcribe(voice_like(8, int(i)), options[i]); });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < options.size(); ++i) expect_identical(together[i], alone[i], "run " + std::to_string(i));
+}
+
+TEST(BatchScheduler, MisuseFailsOnlyTheGroupThatMisusedIt) {
+  BackendOptions bo;
+  bo.threads = 2;
+  WhisperModel model(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
+  BatchScheduler scheduler(model, {4});
+  Tensor mel = Tensor::zeros({model.hparams().n_mels, 3000});
+  EXPECT_THROW(scheduler.encode(Tensor::zeros({3, 3}), 0, nullptr), Error);  // not a mel window
+  auto audio = scheduler.encode(mel, 0, nullptr);
+  ASSERT_TRUE(audio);
+  auto bad = scheduler.inference(audio, nullptr);
+  EXPECT_THROW(bad->step(std::vector<int32_t>{50258}, 1), Error);  // before begin()
+  bad->begin(2);
+  EXPECT_THROW(bad->step(std::vector<int32_t>{50258}, 1), Error);            // one token for two rows
+  EXPECT_THROW(bad->reorder(std::vector<int>{0, 5}), Error);                 // a row outside the group
+  EXPECT_THROW(bad->step(std::vector<int32_t>{50258, 1 << 20}, 1), Error);  // outside the vocabulary
+  EXPECT_EQ(bad->step(std::vector<int32_t>{50258, 50258}, 1).size(), 2u * model.hparams().n_vocab);  // still usable
+  // A good group on the same scheduler decodes what a plain state decodes.
+  auto good = scheduler.inference(audio, nullptr);
+  good->begin(1);
+  std::vector<float> got = good->step(std::vector<int32_t>{50258, 50259, 50359}, 3);
+  got = good->step(std::vector<int32_t>{440}, 1);
+  auto state = model.new_state(audio, 1);
+  model.decode(*state, std::vector<int32_t>{50258, 50259, 50359}, 3);
+  EXPECT_EQ(got, model.decode(*state, std::vector<int32_t>{440}, 1).to_vector());
+  // Cancelled before asking: the call fails at once.
+  std::atomic<bool> cancel{true};
+  auto cancelled = scheduler.inference(audio, &cancel);
+  cancelled->begin(1);
+  EXPECT_THROW(cancelled->step(std::vector<int32_t>{50258}, 1), Error);
+  EXPECT_THROW(scheduler.encode(mel, 0, &cancel), Error);
+}
+
+}  // namespace
+}  // namespace hark::test

@@ -1,0 +1,101 @@
+// hark bench --server: the load generator against a server with the fake engine — every
+// request counted, audio seconds summed from the clips, errors counted by kind, and bad
+// arguments rejected with a message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../serve/fake_engine.h"
+#include "cli/bench_server.h"
+
+namespace hark::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BenchServer : public serve::test::ServerFixture {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("hark_bench_clips_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    for (double s : {0.5, 1.0, 1.5}) {
+      std::ofstream(dir / ("clip" + std::to_string(int(s * 10)) + ".wav"), std::ios::binary) << serve::test::make_wav(s);
+    }
+    std::ofstream(dir / "README.txt") << "not audio";
+  }
+  void TearDown() override {
+    ServerFixture::TearDown();
+    fs::remove_all(dir);
+  }
+  ServerBenchArgs args() {
+    ServerBenchArgs a;
+    a.url = "http://127.0.0.1:" + std::to_string(port);
+    a.clips = dir.string();
+    a.concurrency = 2;
+    a.requests = 6;
+    a.warmup = 1;
+    a.fields = {"language=en", "response_format=json"};
+    return a;
+  }
+  fs::path dir;
+};
+
+TEST(BenchPercentile, NearestRank) {
+  std::vector<double> ms;
+  for (int i = 100; i >= 1; --i) ms.push_back(i);
+  EXPECT_EQ(percentile(ms, 50), 50);
+  EXPECT_EQ(percentile(ms, 99), 99);
+  EXPECT_EQ(percentile(ms, 100), 100);
+  EXPECT_EQ(percentile(ms, 0), 1);
+  EXPECT_EQ(percentile({}, 50), 0);
+}
+
+TEST_F(BenchServer, CountsRequestsAudioAndLatency) {
+  start_server();
+  auto r = run_server_bench(args());
+  EXPECT_EQ(r["requests"], 6);
+  EXPECT_EQ(r["errors"], 0);
+  EXPECT_EQ(r["clips"], 3);  // README.txt is not audio
+  EXPECT_DOUBLE_EQ(r["audio_seconds"].get<double>(), 2 * (0.5 + 1.0 + 1.5));
+  EXPECT_GT(r["rtfx"].get<double>(), 0);
+  const auto& l = r["latency_ms"];
+  EXPECT_LE(l["p50"].get<double>(), l["p99"].get<double>());
+  EXPECT_LE(l["p99"].get<double>(), l["max"].get<double>());
+  EXPECT_EQ(stats.transcribed, 7);  // the warm-up request too
+}
+
+TEST_F(BenchServer, CountsErrorsByKind) {
+  start_server();
+  stats.fail_open = true;  // every transcription: 503 model_unavailable
+  auto r = run_server_bench(args());
+  EXPECT_EQ(r["errors"], 6);
+  EXPECT_DOUBLE_EQ(r["audio_seconds"].get<double>(), 0);
+  ASSERT_EQ(r["error_kinds"].size(), 1u);
+  EXPECT_EQ(r["error_kinds"].begin().key().substr(0, 3), "503");
+}
+
+TEST_F(BenchServer, BadArgumentsAreClearErrors) {
+  start_server();
+  auto a = args();
+  a.concurrency = 0;
+  EXPECT_THROW(run_server_bench(a), Error);
+  a = args();
+  a.clips = (dir / "README.txt").string();
+  EXPECT_THROW(run_server_bench(a), Error);  // no audio
+  a = args();
+  a.clips = (dir / "missing").string();
+  EXPECT_THROW(run_server_bench(a), Error);
+  a = args();
+  a.url = "http://127.0.0.1:1";  // nothing listens there
+  try {
+    run_server_bench(a);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Unavailable);
+    EXPECT_NE(std::string(e.what()).find("/health"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace hark::cli

@@ -1,0 +1,176 @@
+// Slot states (continuous batching) give every row exactly what the row gets in a state of
+// its own: groups on different windows in different slots, prefills on a group's own rows,
+// rows sitting a step out, beam reorders inside a group, growing and shrinking the state,
+// and the device-side selection. Bad calls are errors, not corruption.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/token_select.h"
+#include "model/synthetic.h"
+#include "model/whisper_model.h"
+
+namespace hark {
+namespace {
+
+// A narrow model with short windows and contexts: cheap, and every code path of the decoder.
+std::shared_ptr<WhisperModel> narrow_model() {
+  static std::shared_ptr<const Checkpoint> ckpt = [] {
+    HParams hp;
+    hp.n_audio_state = hp.n_text_state = 64;
+    hp.n_audio_head = hp.n_text_head = 4;
+    hp.n_audio_layer = 1;
+    hp.n_text_layer = 2;
+    hp.n_audio_ctx = 40;
+    hp.n_text_ctx = 24;
+    return std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hp));
+  }();
+  return std::make_shared<WhisperModel>(ckpt, std::shared_ptr<Backend>(make_cpu_backend({2})));
+}
+
+std::shared_ptr<const AudioContext> window(WhisperModel& model, float phase) {
+  const HParams& hp = model.hparams();
+  Tensor mel = Tensor::empty({hp.n_mels, 2LL * hp.n_audio_ctx});
+  for (int64_t i = 0; i < mel.numel(); ++i) mel.data<float>()[i] = 0.5f * std::sin(0.01f * i + phase);
+  return model.prepare_audio(mel);
+}
+
+void expect_same_rows(const Tensor& got, int64_t got_row, const Tensor& want, int64_t want_row, const char* what) {
+  const int64_t n = want.dim(-1);
+  EXPECT_EQ(std::memcmp(got.data<float>() + got_row * n, want.data<float>() + want_row * n, n * sizeof(float)), 0)
+      << what << ": row differs from the same row decoded alone";
+}
+
+// One group: its own state (the reference) and its rows in the slot state.
+struct Group {
+  int first, rows;
+  std::shared_ptr<const AudioContext> audio;
+  std::vector<int32_t> prompt;  // per row
+  std::unique_ptr<DecoderState> alone;
+};
+
+TEST(SlotState, RowsEqualTheirOwnStatesThroughPrefillStepsReorderAndResize) {
+  auto model = narrow_model();
+  auto a = window(*model, 0.0f), b = window(*model, 1.1f), c = window(*model, 2.3f);
+  std::vector<Group> groups;
+  groups.push_back({0, 3, a, {50258, 50259, 50359}, nullptr});       // beams
+  groups.push_back({4, 1, b, {50258, 50260, 50359, 50363}, nullptr});
+  groups.push_back({5, 2, c, {50258, 50261}, nullptr});
+  auto slots = model->new_slot_state(8, 8, a->frames());
+  for (auto& g : groups) {
+    model->load_window(*slots, g.first, *g.audio);
+    model->start_rows(*slots, g.first, g.rows, g.first);
+    g.alone = model->new_state(g.audio, g.rows);
+    const int n = static_cast<int>(g.prompt.size());
+    std::vector<int32_t> tokens;
+    for (int r = 0; r < g.rows; ++r) tokens.insert(tokens.end(), g.prompt.begin(), g.prompt.end());
+    Tensor got = model->decode_rows(*slots, g.first, g.rows, tokens, n);
+    Tensor want = model->decode(*g.alone, tokens, n);
+    for (int r = 0; r < g.rows; ++r) expect_same_rows(got, r, want, r, "prefill");
+  }
+  for (int step = 0; step < 6; ++step) {
+    if (step == 2) slots = model->resize_slot_state(*slots, 16, 16);  // grows under running rows
+    if (step == 4) slots = model->resize_slot_state(*slots, 8, 8);    // and shrinks back
+    std::vector<int32_t> tokens(slots->batch(), 0);
+    std::vector<uint8_t> active(slots->batch(), 0);
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      if (gi == 1 && step == 3) continue;  // this group sits step 3 out
+      for (int r = 0; r < groups[gi].rows; ++r) {
+        tokens[groups[gi].first + r] = 400 + 37 * step + 11 * r + static_cast<int>(gi);
+        active[groups[gi].first + r] = 1;
+      }
+    }
+    model->step_rows(*slots, tokens, active);
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      Group& g = groups[gi];
+      if (!active[g.first]) continue;
+      Tensor want = model->decode(*g.alone, std::span<const int32_t>(tokens).subspan(g.first, g.rows), 1);
+      Tensor got = model->slot_logits(*slots, g.first, g.rows);
+      for (int r = 0; r < g.rows; ++r) expect_same_rows(got, r, want, r, "step");
+      EXPECT_EQ(slots->length(g.first), g.alone->length(0));
+    }
+    const std::vector<int> source = {2, 0, 0};  // the beams of group 0 reorder
+    model->reorder_rows(*slots, groups[0].first, source);
+    model->reorder(*groups[0].alone, source);
+  }
+}
+
+TEST(SlotState, FreedRowsAndWindowsAreReusedByNewGroups) {
+  auto model = narrow_model();
+  auto a = window(*model, 0.3f), b = window(*model, 0.9f);
+  auto slots = model->new_slot_state(2, 2, a->frames());
+  model->load_window(*slots, 0, *a);
+  model->start_rows(*slots, 0, 2, 0);
+  model->decode_rows(*slots, 0, 2, std::vector<int32_t>{50258, 50259, 50258, 50259}, 2);
+  model->free_rows(*slots, 0, 2);
+  EXPECT_EQ(slots->length(0), 0);
+  // A new group on another window in the same rows decodes as if the rows were fresh.
+  model->load_window(*slots, 0, *b);
+  model->start_rows(*slots, 0, 1, 0);
+  Tensor got = model->decode_rows(*slots, 0, 1, std::vector<int32_t>{50258, 50260}, 2);
+  auto alone = model->new_state(b, 1);
+  Tensor want = model->decode(*alone, std::vector<int32_t>{50258, 50260}, 2);
+  expect_same_rows(got, 0, want, 0, "reused rows");
+}
+
+TEST(SlotState, SelectRowsMatchesTheReferenceFilters) {
+  auto model = narrow_model();
+  auto a = window(*model, 0.5f);
+  auto slots = model->new_slot_state(4, 4, a->frames());
+  model->load_window(*slots, 1, *a);
+  model->start_rows(*slots, 1, 2, 1);
+  model->decode_rows(*slots, 1, 2, std::vector<int32_t>{50258, 50259, 50359, 50258, 50259, 50359}, 3);
+  std::vector<int32_t> tokens = {0, 50364, 50365, 0};
+  model->step_rows(*slots, tokens, std::vector<uint8_t>{0, 1, 1, 0});
+  SelectionRules rules;
+  rules.suppress_blank = true;
+  rules.blank = {220, 50257};
+  rules.suppress = {1, 2, 7};
+  rules.timestamps = true;
+  rules.timestamp_begin = 50364;
+  rules.no_timestamps = 50363;
+  rules.eot = 50257;
+  const std::vector<SampledSummary> summaries = {SampledSummary::of(std::vector<int>{50364}, 50364),
+                                                 SampledSummary::of(std::vector<int>{50365, 440}, 50364)};
+  const std::vector<int> rows = {1, 2};
+  std::vector<TokenChoice> got = model->select_rows(*slots, rows, rules, summaries, 3);
+  Tensor logits = model->slot_logits(*slots, 1, 2);
+  const std::vector<int32_t> spec = make_select_spec(rules, model->hparams().n_vocab, summaries);
+  std::vector<int32_t> want(2 * 3 * 2);
+  select_tokens_reference(logits.data<float>(), 2, model->hparams().n_vocab, spec.data(), 3, want.data());
+  ASSERT_EQ(got.size(), 6u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].token, want[2 * i]);
+    EXPECT_EQ(got[i].logprob, std::bit_cast<float>(want[2 * i + 1]));
+  }
+}
+
+TEST(SlotState, BadCallsAreClearErrors) {
+  auto model = narrow_model();
+  auto a = window(*model, 0.1f);
+  auto slots = model->new_slot_state(2, 2, a->frames());
+  const int vocab = model->hparams().n_vocab, ctx = model->hparams().n_text_ctx;
+  EXPECT_THROW(model->start_rows(*slots, 1, 2, 0), Error);               // past the last row
+  EXPECT_THROW(model->start_rows(*slots, 0, 1, 2), Error);               // the padding window is not a slot
+  EXPECT_THROW(model->load_window(*slots, 5, *a), Error);
+  EXPECT_THROW(model->decode_rows(*slots, 0, 1, std::vector<int32_t>{vocab}, 1), Error);
+  EXPECT_THROW(model->step_rows(*slots, std::vector<int32_t>{0}, std::vector<uint8_t>{1}), Error);  // one per row
+  model->load_window(*slots, 0, *a);
+  model->start_rows(*slots, 0, 1, 0);
+  EXPECT_THROW(model->resize_slot_state(*slots, 1, 0), Error);  // row 0 reads window slot 0
+  std::vector<int32_t> fill(ctx, 50258);
+  model->decode_rows(*slots, 0, 1, fill, ctx);
+  EXPECT_THROW(model->step_rows(*slots, std::vector<int32_t>{1, 0}, std::vector<uint8_t>{1, 0}), Error);  // full
+  // A full row that sits the step out does not stop the others.
+  model->step_rows(*slots, std::vector<int32_t>{1, 0}, std::vector<uint8_t>{0, 0});
+  EXPECT_EQ(slots->length(0), ctx);
+  EXPECT_THROW(model->reorder_rows(*slots, 0, std::vector<int>{1}), Error);  // source outside the group
+  auto plain = model->new_state(a, 1);
+  EXPECT_THROW(model->step_rows(*plain, std::vector<int32_t>{0}, std::vector<uint8_t>{1}), Error);  // not a slot state
+}
+
+}  // namespace
+}  // namespace hark
