@@ -30,10 +30,15 @@ void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype, size_t
 enum class MlxContainer { Safetensors, Npz };
 void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype, MlxContainer container);
 
+// How save_ggml stores tensor `name` when asked for `dtype`: whisper-quantize's rule
+// (2-D tensors quantized, except the positional embeddings; k-quants fall back to a
+// 32-block type for rows that are not whole super-blocks), else the f16 file's rule.
+DType ggml_storage_dtype(const std::string& name, const Shape& shape, DType dtype);
+
 // What precedes the tensors in a whisper.cpp file.
 struct GgmlHeader {
   HParams hparams;
-  int ftype = 0;                   // 0 = f32, 1 = f16 (others are quantized)
+  int ftype = 0;                   // 0 = f32, 1 = f16, else 1000 × version + whisper-quantize's ftype
   Tensor mel_filters;              // [n_mels, n_fft / 2 + 1] f32
   std::vector<std::string> vocab;  // byte strings by token id
   size_t tensors_offset = 0;       // where the first tensor record starts
