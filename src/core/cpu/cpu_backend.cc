@@ -8,6 +8,7 @@
 
 #include "core/cpu/gemm.h"
 #include "core/cpu/gemv_half.h"
+#include "core/cpu/quant_gemm.h"
 #include "core/cpu/vector_math.h"
 
 namespace hark {
@@ -25,6 +26,11 @@ const float* CpuBackend::f32_weights(const Tensor& w) {
 
 void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
+  if (dtype_is_quantized(w.dtype())) {
+    // Block-quantized weights stay packed: integer dot products or sgemm on widened panels.
+    quant_linear(pool_, x.data<float>(), m, k, w, bias ? f32_weights(*bias) : nullptr, y.data<float>());
+    return;
+  }
   if (w.dtype() != DType::F32 && m <= kHalfGemvMaxRows) {
     // Decoder steps: read the half-precision weights directly (half the bytes).
     gemv_half(pool_, x.data<float>(), m, k, w.data<uint16_t>(), w.dtype(), n, bias ? f32_weights(*bias) : nullptr,
@@ -144,10 +150,11 @@ void CpuBackend::embedding(const Tensor& table, std::span<const int32_t> ids, co
   float* o = out.data<float>();
   std::vector<float> row(d);
   for (size_t i = 0; i < ids.size(); ++i) {
-    const char* src = static_cast<const char*>(table.raw()) + ids[i] * d * dtype_size(table.dtype());
+    const char* src = static_cast<const char*>(table.raw()) + ids[i] * dtype_nbytes(table.dtype(), d);
     convert_to_f32(src, table.dtype(), o + i * d, d);
     if (positions) {
-      const char* pos = static_cast<const char*>(positions->raw()) + (first_position + i) * d * dtype_size(positions->dtype());
+      const char* pos =
+          static_cast<const char*>(positions->raw()) + (first_position + i) * dtype_nbytes(positions->dtype(), d);
       convert_to_f32(pos, positions->dtype(), row.data(), d);
       for (int64_t j = 0; j < d; ++j) o[i * d + j] += row[j];
     }

@@ -1,0 +1,118 @@
+// Products with quantized weights, on every instruction-set path this CPU has: against
+// x · dequantize(w)ᵀ in double precision, within the error that quantizing x per block
+// of 32 to int8 can cause (the integer path) or fp32 rounding (the sgemm panel path).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/quant_gemm.h"
+#include "core/ops.h"
+#include "core/quant_format.h"
+
+namespace hark {
+namespace {
+
+struct Problem {
+  int64_t m, n, k;
+  std::vector<float> x, bias;
+  Tensor w;
+  std::vector<float> w_values;  // dequantized
+};
+
+Problem make_problem(DType dtype, int64_t m, int64_t n, int64_t k, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Problem p{m, n, k, std::vector<float>(m * k), std::vector<float>(n), Tensor::empty({n, k}, dtype), {}};
+  for (auto& v : p.x) v = normal(rng);
+  for (int64_t i = 0; i < m; ++i) p.x[i * k + 5] *= 8.0f;  // an outlier per row, as activations have
+  for (auto& v : p.bias) v = normal(rng);
+  std::vector<float> w(n * k);
+  for (auto& v : w) v = 0.05f * normal(rng);
+  quant::quantize_row(dtype, w.data(), p.w.raw(), n * k);
+  p.w_values = p.w.to_vector();
+  return p;
+}
+
+// |exact − got| may reach Σ over blocks of (largest |x| in the block / 254) · Σ |w| there.
+void expect_close(const Problem& p, const std::vector<float>& y, bool integer_path, const std::string& what) {
+  for (int64_t r = 0; r < p.m; ++r) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      double exact = p.bias[j], bound = 1e-4 * (1 + std::fabs(p.bias[j]));
+      for (int64_t b = 0; b < p.k; b += 32) {
+        double amax = 0, wsum = 0;
+        for (int64_t i = b; i < b + 32; ++i) {
+          exact += static_cast<double>(p.x[r * p.k + i]) * p.w_values[j * p.k + i];
+          amax = std::max(amax, static_cast<double>(std::fabs(p.x[r * p.k + i])));
+          wsum += std::fabs(p.w_values[j * p.k + i]);
+        }
+        bound += (integer_path ? amax / 254.0 : amax * 1e-6) * wsum * 1.01;
+      }
+      ASSERT_NEAR(y[r * p.n + j], exact, bound) << what << " row " << r << " col " << j;
+    }
+  }
+}
+
+class QuantGemm : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (!set_quant_isa(GetParam())) GTEST_SKIP() << "this CPU has no " << GetParam();
+  }
+  void TearDown() override {  // back to the best path
+    if (!set_quant_isa("avx512-vnni") && !set_quant_isa("avx2")) set_quant_isa("scalar");
+  }
+};
+
+TEST_P(QuantGemm, EveryFormatAndRowCountMatchesTheDequantizedProduct) {
+  ThreadPool pool(2);
+  for (const quant::BlockInfo& f : quant::formats()) {
+    for (int64_t m : {1, 2, 3, 4, 5, 8, 13, 40}) {
+      const Problem p = make_problem(f.dtype, m, 37, 512, static_cast<unsigned>(m * 100 + f.ggml_type));
+      std::vector<float> y(m * p.n, -1.0f);
+      quant_linear(pool, p.x.data(), m, p.k, p.w, p.bias.data(), y.data());
+      expect_close(p, y, m <= 2 * kQuantGemvMaxRows, std::string(f.name) + " m=" + std::to_string(m));
+    }
+  }
+}
+
+TEST_P(QuantGemm, AgreesWithThePortablePath) {
+  ThreadPool pool(1);
+  for (const quant::BlockInfo& f : quant::formats()) {
+    const Problem p = make_problem(f.dtype, 5, 70, 768, 7);
+    std::vector<float> mine(5 * 70), portable(5 * 70);
+    quant_linear(pool, p.x.data(), 5, p.k, p.w, nullptr, mine.data());
+    ASSERT_TRUE(set_quant_isa("scalar"));
+    quant_linear(pool, p.x.data(), 5, p.k, p.w, nullptr, portable.data());
+    ASSERT_TRUE(set_quant_isa(GetParam()));
+    // Same integer sums; only the order of the fp32 accumulation differs.
+    for (size_t i = 0; i < mine.size(); ++i)
+      ASSERT_NEAR(mine[i], portable[i], 1e-4f * (1 + std::fabs(portable[i]))) << f.name << " " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, QuantGemm, ::testing::Values("scalar", "avx2", "avx512-vnni"));
+
+TEST(QuantGemm, BackendLinearRunsQuantizedWeights) {
+  CpuBackend be(2);
+  const Problem p = make_problem(DType::Q8_0, 3, 40, 256, 11);
+  Tensor x = Tensor::from_vector(p.x, {3, 256});
+  Tensor bias = Tensor::from_vector(p.bias, {40});
+  const Tensor y = ops::linear(be, x, p.w, &bias);
+  expect_close(p, y.to_vector(), true, "backend");
+  // The token embedding of a quantized checkpoint: rows are dequantized on lookup.
+  const std::vector<int32_t> ids = {3, 39};
+  const Tensor e = ops::embedding(be, p.w, ids);
+  for (int i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < p.k; ++j) ASSERT_EQ(e.data<float>()[i * p.k + j], p.w_values[ids[i] * p.k + j]);
+}
+
+TEST(QuantGemm, ReportsAnInstructionSet) {
+  const std::string isa = quant_isa();
+  EXPECT_TRUE(isa == "avx512-vnni" || isa == "avx2" || isa == "scalar") << isa;
+  EXPECT_FALSE(set_quant_isa("sse9"));
+}
+
+}  // namespace
+}  // namespace hark
