@@ -8,10 +8,14 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/compute_type.h"
 #include "cli/model_arg.h"
 #include "audio/audio.h"
 #include "audio/mel.h"
 #include "core/cpu/gemm.h"
+#include "core/cpu/mem_bandwidth.h"
+#include "core/cpu/quant_gemm.h"
+#include "model/compute_type.h"
 #include "model/whisper_model.h"
 
 namespace hark::cli {
@@ -22,6 +26,7 @@ struct BenchArgs {
   std::string clip;  // audio for the mel timing (default: 30 s of a synthetic signal)
   std::string device = "cpu";
   std::string dtype = "f32";
+  std::string compute_type = "auto";
   int threads = 0;
   int runs = 6;
   int tokens = 32;
@@ -39,14 +44,42 @@ double time_ms(F&& f) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Bytes a batch-1 decoder step reads: every decoder weight it multiplies (the
+// cross-attention K/V projections run once per window, not per step), the token
+// embedding as the output projection, and every layer's cross-attention K/V.
+struct StepBytes {
+  double weights = 0, cross_kv = 0;
+};
+
+StepBytes decoder_step_bytes(const Checkpoint& ckpt, DType cross_kv) {
+  StepBytes b;
+  for (const auto& name : ckpt.weights.names()) {
+    const bool per_window = name.find(".cross_attn.key.") != std::string::npos ||
+                            name.find(".cross_attn.value.") != std::string::npos;
+    if (name.rfind("decoder.", 0) == 0 && name != "decoder.positional_embedding" && !per_window)
+      b.weights += static_cast<double>(ckpt.weights.get(name).nbytes());
+  }
+  const HParams& hp = ckpt.hparams;
+  b.cross_kv = 2.0 * hp.n_text_layer * hp.n_audio_ctx * hp.n_text_state * static_cast<double>(dtype_size(cross_kv));
+  return b;
+}
+
 void run_bench(const BenchArgs& args) {
   auto ckpt = open_model_arg(args.model, args.dtype);
-  std::shared_ptr<Backend> backend = make_backend(args.device, {args.threads});
+  const Device device = device_of(args.device);
+  const ComputeType compute = resolve_compute_type(parse_compute_type(args.compute_type), *ckpt, device);
+  ckpt = apply_compute_type(ckpt, compute, device);
+  BackendOptions options;
+  options.threads = args.threads;
+  options.cross_kv = compute.cross_kv;
+  std::shared_ptr<Backend> backend = make_backend(args.device, options);
   WhisperModel model(ckpt, backend);
   const HParams& hp = model.hparams();
-  const std::string gemm = backend->device() == Device::Cpu ? std::string(" (GEMM: ") + gemm_library() + ")" : "";
-  std::printf("model %s (%s, %s weights), backend %s%s, %d threads\n", args.model.c_str(), hp.size_name().c_str(),
-              dtype_name(ckpt->dtype), backend->name().c_str(), gemm.c_str(), backend->threads());
+  const bool cpu = backend->device() == Device::Cpu;
+  const std::string gemm = cpu ? std::string(" (GEMM: ") + gemm_library() + ", quantized: " + quant_isa() + ")" : "";
+  std::printf("model %s (%s, %s weights), compute type %s, backend %s%s, %d threads\n", args.model.c_str(),
+              hp.size_name().c_str(), dtype_name(ckpt->dtype), describe(compute, *ckpt).c_str(), backend->name().c_str(),
+              gemm.c_str(), backend->threads());
   // 30 s of audio: the clip (repeated or cut to 30 s) or a deterministic chirp.
   std::vector<float> samples;
   if (!args.clip.empty()) samples = decode_audio_file(args.clip);
@@ -81,6 +114,17 @@ void run_bench(const BenchArgs& args) {
   std::printf("decoder      %8.2f ms / token (batch 1, median)\n", dec_ms);
   std::printf("window total %8.1f ms for %d tokens  ->  real-time factor %.4f\n", window_ms, args.tokens,
               window_ms / 30000.0);
+  if (cpu) {
+    // The memory floor: a buffer the size of the step's reads, read at full speed.
+    const StepBytes step = decoder_step_bytes(*ckpt, compute.cross_kv);
+    const double total = step.weights + step.cross_kv;
+    ThreadPool pool(backend->threads());
+    const double gbs = read_bandwidth_gbs(pool, static_cast<size_t>(total));
+    std::printf("step reads   %8.1f MB (weights %.1f + cross K/V %.1f), read bandwidth %.1f GB/s -> floor %.2f ms "
+                "(step = %.2f x floor)\n",
+                total / 1e6, step.weights / 1e6, step.cross_kv / 1e6, gbs, total / gbs / 1e6,
+                dec_ms / (total / gbs / 1e6));
+  }
 }
 
 }  // namespace
@@ -93,6 +137,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--clip", args->clip, "Audio file for the mel timing (first 30 s, looped if shorter)");
   cmd->add_option("--device", args->device, "cpu | cuda | cuda:N | auto")->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "Weight storage for synthetic models: f32 | f16 | bf16")->capture_default_str();
+  add_compute_type_option(cmd, args->compute_type);
   cmd->add_option("--threads,-t", args->threads, "Worker threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--runs", args->runs, "Timed repetitions (median reported)")->capture_default_str();
   cmd->add_option("--tokens", args->tokens, "Decoder steps to time")->capture_default_str();

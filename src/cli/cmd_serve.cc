@@ -10,6 +10,7 @@
 
 #include "audio/audio.h"
 #include "cli/commands.h"
+#include "cli/compute_type.h"
 #include "hark/engine.h"
 #include "hark/error.h"
 #include "hub/discovery.h"
@@ -32,6 +33,7 @@ struct ServeFlags {
   std::string model;
   std::string device = "auto";
   int threads = 0;
+  std::string compute_type = "auto";
   double max_upload_mb = 100;
   serve::ServerOptions server;
 };
@@ -43,7 +45,8 @@ std::string default_model() {
 }
 
 serve::EngineFactory engine_factory(const ServeFlags& flags) {
-  return [model = flags.model, device = flags.device, threads = flags.threads]() -> std::unique_ptr<Engine> {
+  return [model = flags.model, device = flags.device, threads = flags.threads,
+          compute_type = flags.compute_type]() -> std::unique_ptr<Engine> {
     if (model.empty())
       throw Error(ErrorCode::Unavailable,
                   "[serve] no Whisper checkpoint on disk; fetch one with `hark get turbo` (or start `hark serve MODEL`)");
@@ -51,6 +54,7 @@ serve::EngineFactory engine_factory(const ServeFlags& flags) {
     o.model = resolve_model(model);  // NotFound names the `hark get` command
     o.device = device;
     o.threads = threads;
+    o.compute_type = compute_type;
     return Engine::open(o);
   };
 }
@@ -65,6 +69,7 @@ serve::AudioDecoder audio_decoder(double max_audio_sec, size_t max_bytes) {
 }
 
 void run_server(ServeFlags flags) {
+  check_compute_type_for_device(flags.compute_type, flags.device);
   if (flags.model.empty()) flags.model = default_model();
   auto& o = flags.server;
   o.model_name = flags.model.empty() ? "whisper" : flags.model;
@@ -108,6 +113,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health (or $HARK_API_KEY)");
   cmd->add_option("--device", flags->device, "cpu | cuda | cuda:N | auto")->capture_default_str();
   cmd->add_option("--threads", flags->threads, "compute threads for the engine (0 = all cores)")->capture_default_str();
+  add_compute_type_option(cmd, flags->compute_type);
   cmd->add_option("--http-threads", o.http_threads, "connections served at once")->capture_default_str()->check(CLI::Range(2, 1024));
   cmd->add_option("--max-sessions", o.max_sessions, "open streaming sessions at most (429 beyond)")->capture_default_str();
   cmd->add_option("--session-idle", o.session_idle_sec, "seconds before an idle session expires")->capture_default_str();

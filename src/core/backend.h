@@ -64,10 +64,15 @@ class Backend {
 
   // Waits until all queued work on the device is done (no-op on the CPU).
   virtual void synchronize() {}
+
+  // The dtype cross-attention K/V are kept in (WhisperModel::prepare_audio); attention()
+  // then reads k and v in it.
+  virtual DType cross_kv_dtype() const { return DType::F32; }
 };
 
 struct BackendOptions {
   int threads = 0;  // 0: all hardware threads
+  DType cross_kv = DType::F32;  // CPU: f32 or f16 storage of the cross-attention K/V (--compute-type)
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);

@@ -93,4 +93,11 @@ Tensor transpose(Backend& be, const Tensor& x) {
   return y;
 }
 
+Tensor cast(Backend& be, const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor y = be.alloc(x.shape(), dtype);
+  be.copy(x, y);
+  return y;
+}
+
 }  // namespace hark::ops

@@ -17,5 +17,7 @@ Tensor embedding(Backend& be, const Tensor& table, std::span<const int32_t> ids,
                  int64_t first_position = 0);
 // y = xᵀ for a 2-D activation.
 Tensor transpose(Backend& be, const Tensor& x);
+// x stored as `dtype` on the backend (x itself when it already is).
+Tensor cast(Backend& be, const Tensor& x, DType dtype);
 
 }  // namespace hark::ops

@@ -90,8 +90,10 @@ std::shared_ptr<const AudioContext> WhisperModel::prepare_audio(const Tensor& me
   const Weights& w = checkpoint_->weights;
   for (int i = 0; i < hparams().n_text_layer; ++i) {
     const std::string p = block("decoder", i) + ".cross_attn";
-    ctx->cross_k.push_back(ops::linear(*backend_, ctx->features, w.get(p + ".key.weight"), nullptr));
-    ctx->cross_v.push_back(ops::linear(*backend_, ctx->features, w.get(p + ".value.weight"), &w.get(p + ".value.bias")));
+    const Tensor k = ops::linear(*backend_, ctx->features, w.get(p + ".key.weight"), nullptr);
+    const Tensor v = ops::linear(*backend_, ctx->features, w.get(p + ".value.weight"), &w.get(p + ".value.bias"));
+    ctx->cross_k.push_back(ops::cast(*backend_, k, backend_->cross_kv_dtype()));
+    ctx->cross_v.push_back(ops::cast(*backend_, v, backend_->cross_kv_dtype()));
   }
   return ctx;
 }

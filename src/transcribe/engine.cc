@@ -8,6 +8,7 @@
 #include "align/alignment_heads.h"
 #include "core/backend.h"
 #include "model/checkpoint.h"
+#include "model/compute_type.h"
 #include "model/whisper_model.h"
 #include "tokenizer/tokenizer.h"
 #include "transcribe/engine_factory.h"
@@ -136,9 +137,15 @@ std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint
 std::unique_ptr<Engine> Engine::open(const EngineOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   if (options.model.empty()) throw Error(ErrorCode::InvalidArgument, "[engine] no model given; pass a checkpoint path");
+  ComputeType compute = parse_compute_type(options.compute_type);  // a bad name fails before the load
+  const Device device = device_of(options.device);
+  check_compute_type(compute, device);
   auto checkpoint = load_checkpoint(options.model);
+  compute = resolve_compute_type(compute, *checkpoint, device);
+  checkpoint = apply_compute_type(checkpoint, compute, device);
   BackendOptions bo;
   bo.threads = options.threads;
+  bo.cross_kv = compute.cross_kv;
   std::shared_ptr<Backend> backend = make_backend(options.device, bo);
   return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), ms_since(t0));
 }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/cpu/attention_half.h"
 #include "core/cpu/gemm.h"
 #include "core/cpu/gemv_half.h"
 #include "core/cpu/quant_gemm.h"
@@ -13,7 +14,12 @@
 
 namespace hark {
 
-CpuBackend::CpuBackend(int threads) : pool_(threads > 0 ? threads : hardware_threads()) {}
+CpuBackend::CpuBackend(int threads, DType cross_kv)
+    : pool_(threads > 0 ? threads : hardware_threads()), cross_kv_(cross_kv) {
+  if (cross_kv != DType::F32 && cross_kv != DType::F16)
+    throw Error(ErrorCode::InvalidArgument, std::string("[cpu] cross-attention K/V are kept in f32 or f16, not ") +
+                                                dtype_name(cross_kv));
+}
 
 const float* CpuBackend::f32_weights(const Tensor& w) {
   if (w.dtype() == DType::F32) return w.data<float>();
@@ -107,6 +113,17 @@ void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int s
 
 void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
                            int64_t causal_offset, Tensor& out, Tensor* weights) {
+  if (k.dtype() == DType::F16 && v.dtype() == DType::F16 && q.dim(0) <= kHalfAttentionMaxRows &&
+      attention_half_supported(q.dim(1) / n_heads)) {
+    attention_half_kv(pool_, q.data<float>(), q.dim(0), k.data<uint16_t>(), v.data<uint16_t>(), k.dim(0), q.dim(1),
+                      n_heads, causal, causal_offset, out.data<float>(), weights ? weights->data<float>() : nullptr);
+    return;
+  }
+  if (k.dtype() != DType::F32 || v.dtype() != DType::F32) {  // longer queries: widen once, then sgemm
+    const Tensor kf = k.to_f32(), vf = v.to_f32();
+    attention(q, kf, vf, n_heads, causal, causal_offset, out, weights);
+    return;
+  }
   const int64_t tq = q.dim(0), tk = k.dim(0), d = q.dim(1), hd = d / n_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const float* qp = q.data<float>();
@@ -166,6 +183,12 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
     std::memcpy(dst.raw(), src.raw(), src.nbytes());
   } else if (dst.dtype() == DType::F32) {
     convert_to_f32(src.raw(), src.dtype(), dst.data<float>(), src.numel());
+  } else if (src.dtype() == DType::F32 && dst.dtype() == DType::F16) {
+    const float* s = src.data<float>();
+    uint16_t* d = dst.data<uint16_t>();
+    pool_.parallel_for(src.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) d[i] = float_to_half(s[i]);
+    }, 16384);
   } else {
     throw Error(ErrorCode::Internal, std::string("[cpu] copy to ") + dtype_name(dst.dtype()) + " is not supported");
   }
@@ -186,7 +209,7 @@ void CpuBackend::transpose(const Tensor& x, Tensor& y) {
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
-  return std::make_unique<CpuBackend>(options.threads);
+  return std::make_unique<CpuBackend>(options.threads, options.cross_kv);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {

@@ -13,7 +13,7 @@ namespace hark {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads);
+  explicit CpuBackend(int threads, DType cross_kv = DType::F32);
 
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::Cpu; }
@@ -32,6 +32,8 @@ class CpuBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
   void transpose(const Tensor& x, Tensor& y) override;
 
+  DType cross_kv_dtype() const override { return cross_kv_; }
+
   ThreadPool& pool() { return pool_; }
 
  private:
@@ -39,6 +41,7 @@ class CpuBackend final : public Backend {
   const float* f32_weights(const Tensor& w);
 
   ThreadPool pool_;
+  DType cross_kv_;
   std::mutex cache_mutex_;
   std::map<std::pair<const void*, size_t>, Tensor> f32_cache_;  // (address, bytes) → fp32 copy
 };

@@ -12,9 +12,8 @@ struct VnniDot {
     const __m256i bias = _mm256_dpbusd_epi32(_mm256_setzero_si256(), bytes(0x80), codes);
     return _mm256_sub_epi32(_mm256_setzero_si256(), bias);
   }
-  static __m256i dot(__m256i start, __m256i codes, const ActivationBlocks& x, int row, int64_t c) {
-    return _mm256_dpbusd_epi32(start, load32(x.u + row * x.k + c * kBlock), codes);
-  }
+  static __m256i load_x(const ActivationBlocks& x, int row, int64_t c) { return load32(x.u + row * x.k + c * kBlock); }
+  static __m256i dot(__m256i start, __m256i codes, __m256i xv) { return _mm256_dpbusd_epi32(start, xv, codes); }
 };
 
 }  // namespace

@@ -108,8 +108,9 @@ inline float hsum(__m256 v) {
 }
 
 // Weight rows [begin, end) against the M rows of x, R weight rows per pass (independent
-// accumulator chains). Dot::prepare(codes) makes the weight-side operand once per chunk
-// and row; Dot::dot(prepared, codes, x, r, c) gives 8 int32 partial sums.
+// accumulator chains). Dot::load_x(x, i, c) loads row i's chunk c in the form Dot needs,
+// Dot::prepare(codes) makes the weight-side operand once per chunk and weight row, and
+// Dot::dot(prepared, codes, xv) gives 8 int32 partial sums (lanes 0-3: values 0-15).
 template <DType T, int M, class Dot>
 void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin, int64_t end,
                  const float* bias, float* y, int64_t ldy) {
@@ -124,15 +125,17 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps(), off[r][i] = 0.0f;
     for (int64_t c = 0; c < chunks; ++c) {
+      __m256i xv[M];
+      __m256 dx[M];
+      for (int i = 0; i < M; ++i) xv[i] = Dot::load_x(x, i, c), dx[i] = _mm256_broadcast_ss(x.d + i * chunks + c);
       for (int r = 0; r < R; ++r) {
         const __m256i codes = chunk_codes<T>(rows[r], c);
         float offset[2] = {0, 0};
         const __m256 scale = chunk_scale<T>(rows[r], c, offset);
         const auto prepared = Dot::prepare(codes);
         for (int i = 0; i < M; ++i) {
-          const __m256i p = Dot::dot(prepared, codes, x, i, c);
-          const __m256 sx = _mm256_mul_ps(scale, _mm256_broadcast_ss(x.d + i * chunks + c));
-          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sx, acc[r][i]);
+          const __m256i p = Dot::dot(prepared, codes, xv[i]);
+          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(scale, dx[i]), acc[r][i]);
           if constexpr (kOffsets) {
             const float* hs = x.half_sums + (i * chunks + c) * 2;
             off[r][i] += offset[0] * hs[0] + offset[1] * hs[1];

@@ -1,0 +1,106 @@
+#include "core/cpu/attention_half.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/cpu/vector_math.h"
+#include "core/tensor.h"
+
+namespace hark {
+namespace {
+
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+inline __m256 load_half8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Sums of each of 8 vectors, as one vector.
+inline __m256 reduce8(const __m256* a) {
+  const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// scores[t] = scale · q · K[t] over one head's hd columns of K (row stride d).
+void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+  int64_t t = 0;
+  for (; t + 8 <= tk; t += 8) {
+    __m256 acc[8];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < hd; j += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + j);
+      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(load_half8(k + (t + u) * d + j), qv, acc[u]);
+    }
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(scale)));
+  }
+  for (; t < tk; ++t) {
+    float s = 0;
+    for (int64_t j = 0; j < hd; ++j) s += q[j] * half_to_float(k[t * d + j]);
+    scores[t] = s * scale;
+  }
+}
+
+// out[0, hd) = Σ_t p[t] · V[t] over one head's columns of V.
+void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+  for (int64_t j0 = 0; j0 < hd; j0 += 64) {
+    const int64_t blocks = std::min<int64_t>(8, (hd - j0) / 8);
+    __m256 acc[8];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t t = 0; t < tk; ++t) {
+      const __m256 pv = _mm256_set1_ps(p[t]);
+      const uint16_t* row = v + t * d + j0;
+      for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(load_half8(row + 8 * b), pv, acc[b]);
+    }
+    for (int64_t b = 0; b < blocks; ++b) _mm256_storeu_ps(out + j0 + 8 * b, acc[b]);
+  }
+}
+constexpr bool kVectorised = true;
+#else
+void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+  for (int64_t t = 0; t < tk; ++t) {
+    float s = 0;
+    for (int64_t j = 0; j < hd; ++j) s += q[j] * half_to_float(k[t * d + j]);
+    scores[t] = s * scale;
+  }
+}
+void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+  for (int64_t j = 0; j < hd; ++j) out[j] = 0;
+  for (int64_t t = 0; t < tk; ++t)
+    for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * half_to_float(v[t * d + j]);
+}
+constexpr bool kVectorised = false;
+#endif
+
+}  // namespace
+
+bool attention_half_supported(int64_t head_dim) { return !kVectorised || head_dim % 8 == 0; }
+
+void attention_half_kv(ThreadPool& pool, const float* q, int64_t tq, const uint16_t* k, const uint16_t* v, int64_t tk,
+                       int64_t d, int n_heads, bool causal, int64_t causal_offset, float* out, float* weights) {
+  const int64_t hd = d / n_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // One task per (head, query row): the K and V columns of a head are read once per row,
+  // and the rows of one step (beams) find them in cache.
+  pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scores;
+    if (scores.size() < static_cast<size_t>(tk)) scores.resize(tk);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t h = task / tq, i = task % tq;
+      const int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
+      head_scores(q + i * d + h * hd, k + h * hd, visible, d, hd, scale, scores.data());
+      softmax_row(scores.data(), visible, visible);
+      if (weights) {
+        float* w = weights + (h * tq + i) * tk;
+        std::copy(scores.data(), scores.data() + visible, w);
+        std::fill(w + visible, w + tk, 0.0f);
+      }
+      head_values(scores.data(), v + h * hd, visible, d, hd, out + i * d + h * hd);
+    }
+  });
+}
+
+}  // namespace hark
