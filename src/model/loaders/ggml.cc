@@ -152,8 +152,13 @@ GgmlHeader read_ggml_header(const std::string& file) {
 
 Checkpoint load_ggml(const std::string& file) {
   auto mapped = MappedFile::open(file);
-  const GgmlHeader header = parse_header(mapped->data(), mapped->size(), file);
-  if (header.tensors_offset == mapped->size())
+  return read_ggml(mapped->data(), mapped->size(), mapped, file);
+}
+
+Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_ptr<void>& keepalive,
+                     const std::string& file) {
+  const GgmlHeader header = parse_header(data, size, file);
+  if (header.tensors_offset == size)
     bad(file, "holds hyper-parameters, mel filters and a " + std::to_string(header.vocab.size()) +
                   "-token vocabulary but no tensor data (a whisper.cpp test file?); use a full ggml-<model>.bin");
   Checkpoint ckpt;
@@ -161,7 +166,7 @@ Checkpoint load_ggml(const std::string& file) {
   std::map<std::string, Shape> expected;
   for (auto& [name, shape] : expected_tensors(ckpt.hparams)) expected[name] = shape;
 
-  Cursor c{mapped->data(), mapped->size(), header.tensors_offset, file};
+  Cursor c{data, size, header.tensors_offset, file};
   while (c.pos < c.size) {
     const int32_t n_dims = c.bounded("tensor rank", 1, 4);
     const int32_t name_len = c.bounded("tensor name length", 1, 1024);
@@ -189,7 +194,7 @@ Checkpoint load_ggml(const std::string& file) {
     // Conv biases are [d, 1] in ggml and the converters squeeze size-1 axes.
     if (shape != it->second && squeezed_equal(shape, it->second)) shape = it->second;
     if (ckpt.weights.has(name)) bad(file, "tensor '" + name + "' appears twice");
-    ckpt.weights.add(name, view_or_copy(mapped, bytes, shape, dtype));
+    ckpt.weights.add(name, view_or_copy(keepalive, bytes, shape, dtype));
   }
   ckpt.dtype = dominant_dtype(ckpt.weights);
   return ckpt;

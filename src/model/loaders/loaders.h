@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ bool looks_like_ggml(const std::string& file); // whisper.cpp magic
 Checkpoint load_hf(const std::string& dir);
 Checkpoint load_mlx(const std::string& dir);
 Checkpoint load_ggml(const std::string& file);
+// A whole ggml file held in memory that `keepalive` owns (the fuzzer; load_ggml maps the
+// file and calls this). Tensors are views into `data` where its alignment allows.
+Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_ptr<void>& keepalive,
+                     const std::string& what);
 
 void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype);
 void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype);

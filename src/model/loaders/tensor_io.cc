@@ -34,7 +34,7 @@ Tensor cast_tensor(const Tensor& t, DType dtype) {
   return out;
 }
 
-Tensor view_or_copy(const std::shared_ptr<MappedFile>& file, const unsigned char* data, Shape shape, DType dtype) {
+Tensor view_or_copy(const std::shared_ptr<void>& file, const unsigned char* data, Shape shape, DType dtype) {
   // The mapping is read-only (PROT_READ); weights are never written through these views.
   // Quantized blocks have no alignment (kernels load them unaligned).
   const size_t align = dtype_is_quantized(dtype) ? 1 : dtype_size(dtype);
