@@ -268,6 +268,17 @@ void save_ggml(const Checkpoint& ckpt, const std::string& file, DType dtype) {
     throw Error(ErrorCode::InvalidArgument, std::string("[convert] ggml files hold f32, f16 or quantized weights, not ") +
                                                 dtype_name(dtype) + ": choose --dtype f16, f32 or q8_0, q5_0, ...");
   const HParams& hp = ckpt.hparams;
+  // whisper.cpp gives every matrix the one type the ftype names, so a file must not mix
+  // types, and its k-quant matrices need rows of whole super-blocks of 256.
+  for (const auto& [name, shape] : expected_tensors(hp)) {
+    const DType stored = ggml_storage_dtype(name, shape, dtype);
+    if (dtype_is_quantized(dtype) && shape.size() == 2 && stored != dtype && dtype_is_quantized(stored))
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string("[convert] whisper.cpp's ") + dtype_name(dtype) + " files need matrices whose rows are "
+                  "whole super-blocks of 256 values; '" + name + "' has rows of " + std::to_string(shape.back()) +
+                  ": choose q8_0, q5_0, q5_1, q4_0 or q4_1 for this model (hark itself can run " + dtype_name(dtype) +
+                  " with --compute-type " + dtype_name(dtype) + ")");
+  }
   const Tensor mel = mel_filters_for(hp);
   const std::vector<std::string> vocab = tiktoken_vocab(hp);
   write_file_atomically(file, [&](std::FILE* f) {

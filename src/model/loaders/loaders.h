@@ -35,9 +35,10 @@ void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype, size_t
 enum class MlxContainer { Safetensors, Npz };
 void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype, MlxContainer container);
 
-// How save_ggml stores tensor `name` when asked for `dtype`: whisper-quantize's rule
-// (2-D tensors quantized, except the positional embeddings; k-quants fall back to a
-// 32-block type for rows that are not whole super-blocks), else the f16 file's rule.
+// How tensor `name` is stored when asked for `dtype`: whisper-quantize's rule (2-D tensors
+// quantized, except the positional embeddings), else the f16 file's rule. For rows that
+// are not whole k-quant super-blocks this names a 32-block type (--compute-type does so;
+// save_ggml refuses instead, since whisper.cpp reads one type for all matrices).
 DType ggml_storage_dtype(const std::string& name, const Shape& shape, DType dtype);
 
 // What precedes the tensors in a whisper.cpp file.
