@@ -3,6 +3,7 @@
 // Bytes are the weight bytes each product reads.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/cpu/mem_bandwidth.h"
@@ -17,7 +18,9 @@ hark::Tensor weights(hark::DType dtype, int64_t n, int64_t k) {
   std::vector<float> values(n * k);
   for (int64_t i = 0; i < n * k; ++i) values[i] = 0.01f * static_cast<float>((i * 7919) % 23 - 11);
   hark::Tensor w = hark::Tensor::empty({n, k}, dtype);
-  if (dtype == hark::DType::F16)
+  if (dtype == hark::DType::F32)
+    std::copy(values.begin(), values.end(), w.data<float>());
+  else if (dtype == hark::DType::F16)
     for (int64_t i = 0; i < n * k; ++i) w.data<uint16_t>()[i] = hark::float_to_half(values[i]);
   else
     hark::quant::quantize_row(dtype, values.data(), w.raw(), n * k);
@@ -40,7 +43,7 @@ void BM_Linear(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.nbytes()));
 }
 
-constexpr int kF16 = static_cast<int>(hark::DType::F16), kQ8 = static_cast<int>(hark::DType::Q8_0),
+constexpr int kF32 = static_cast<int>(hark::DType::F32), kF16 = static_cast<int>(hark::DType::F16), kQ8 = static_cast<int>(hark::DType::Q8_0),
               kQ5 = static_cast<int>(hark::DType::Q5_0), kQ4K = static_cast<int>(hark::DType::Q4_K);
 
 // Tiny and base logits (vocabulary × width), a tiny MLP layer, 5 beams, the tiny encoder MLP.
@@ -51,9 +54,12 @@ BENCHMARK(BM_Linear)
     ->Args({kQ8, 51865, 512, 1, 2})
     ->Args({kQ4K, 51865, 512, 1, 2})
     ->Args({kQ8, 1536, 384, 1, 2})
+    ->Args({kQ8, 1536, 384, 1, 1})
+    ->Args({kF16, 1536, 384, 1, 1})
     ->Args({kF16, 51865, 384, 5, 2})
     ->Args({kQ8, 51865, 384, 5, 2})
     ->Args({kQ8, 51865, 384, 1, 1})
+    ->Args({kF32, 1536, 384, 1500, 2})
     ->Args({kQ8, 1536, 384, 1500, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -186,9 +186,8 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   } else if (src.dtype() == DType::F32 && dst.dtype() == DType::F16) {
     const float* s = src.data<float>();
     uint16_t* d = dst.data<uint16_t>();
-    pool_.parallel_for(src.numel(), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) d[i] = float_to_half(s[i]);
-    }, 16384);
+    pool_.parallel_for(src.numel(), [&](int64_t begin, int64_t end) { floats_to_half(s + begin, d + begin, end - begin); },
+                       16384);
   } else {
     throw Error(ErrorCode::Internal, std::string("[cpu] copy to ") + dtype_name(dst.dtype()) + " is not supported");
   }

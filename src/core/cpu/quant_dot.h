@@ -12,18 +12,21 @@ namespace hark::quant {
 constexpr int64_t kQuantRowsMax = 8;  // rows of x per call of a DotRowsFn
 
 // m rows of k activations as int8 blocks of 32 with an fp32 scale each (x ≈ d · q),
-// q in [-127, 127]. `u` holds q + 128 for the VNNI kernels (unsigned × signed products);
-// `half_sums` the scaled sums d · Σq over each half-block of 16 (for formats with a min).
+// q in [-127, 127]; `half_sums` the scaled sums d · Σq over each half-block of 16 (for
+// formats with a min). `neg_half_lanes` holds −Σq of each half-block in lanes 0 and 4 of
+// 8 int32 per block (0 elsewhere): the VNNI kernels start each block's sum there, scaled
+// by the format's code bias, to multiply unsigned codes with signed activations.
 struct ActivationBlocks {
   int64_t m = 0, k = 0;
-  const int8_t* q = nullptr;      // [m][k]
-  const uint8_t* u = nullptr;     // [m][k]
-  const float* d = nullptr;       // [m][k / 32]
-  const float* half_sums = nullptr;  // [m][k / 16]
+  const int8_t* q = nullptr;              // [m][k]
+  const float* d = nullptr;               // [m][k / 32]
+  const float* half_sums = nullptr;       // [m][k / 16]
+  const int32_t* neg_half_lanes = nullptr;  // [m][k / 32][8]
 };
 
 // Quantizes x[m][k] into caller-provided buffers of the sizes above.
-void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, uint8_t* u, float* d, float* half_sums);
+void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, float* d, float* half_sums,
+                          int32_t* neg_half_lanes);
 
 // y[r][j] = dot(x row r, w row j) (+ bias[j]) for weight rows j in [begin, end), every
 // row r < x.m (at most 8). Rows of w are `row_bytes` apart; y rows `ldy` apart.

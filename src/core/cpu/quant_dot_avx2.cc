@@ -7,11 +7,20 @@ namespace hark::quant {
 namespace {
 
 struct Avx2Dot {
+  using XChunk = __m256i;
+  struct Weights {
+    __m256i codes, magnitudes;
+  };
+  template <DType T>
   static __m256i load_x(const ActivationBlocks& x, int row, int64_t c) { return load32(x.q + row * x.k + c * kBlock); }
-  static __m256i prepare(__m256i codes) { return _mm256_abs_epi8(codes); }
-  static __m256i dot(__m256i abs_codes, __m256i codes, __m256i xv) {
-    const __m256i signed_x = _mm256_sign_epi8(xv, codes);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_codes, signed_x), _mm256_set1_epi16(1));
+  template <DType T>
+  static Weights weights(const uint8_t* row, int64_t c) {
+    const __m256i codes = chunk_codes<T>(row, c);
+    return {codes, _mm256_abs_epi8(codes)};
+  }
+  static __m256i dot(const Weights& w, __m256i x) {
+    const __m256i signed_x = _mm256_sign_epi8(x, w.codes);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitudes, signed_x), _mm256_set1_epi16(1));
   }
 };
 

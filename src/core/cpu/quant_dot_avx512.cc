@@ -1,8 +1,9 @@
 // Quantized dot products with AVX-512 VNNI (built with -mavx512f -mavx512bw -mavx512vl
-// -mavx512vnni): vpdpbusd multiplies the activations, stored as unsigned q + 128, with the
-// signed weight codes; 128 · Σ codes per group of four, computed once per chunk and weight
-// row, is where each sum starts. Formats in blocks of 32 take two chunks per 512-bit
-// register, halving the per-chunk scaling work; the k-quants run on 256-bit registers.
+// -mavx512vnni). vpdpbusd multiplies unsigned bytes with signed ones: the weight codes
+// are taken as stored (non-negative, e.g. q8_0's q + 128), the activations as signed
+// int8, and each block's sum starts at −bias · Σx (ActivationBlocks::neg_half_lanes), so
+// no per-weight correction is needed. Formats in blocks of 32 take two blocks per 512-bit
+// register, halving the per-block scaling work; the k-quants run on 256-bit registers.
 #include "core/cpu/quant_simd.h"
 
 // GCC 12 reports the _mm512_undefined_*() inside its own AVX-512 intrinsics as
@@ -15,26 +16,52 @@ namespace hark::quant {
 namespace {
 
 struct VnniDot {
-  static __m256i load_x(const ActivationBlocks& x, int row, int64_t c) { return load32(x.u + row * x.k + c * kBlock); }
-  static __m256i prepare(__m256i codes) {
-    const __m256i bias = _mm256_dpbusd_epi32(_mm256_setzero_si256(), bytes(0x80), codes);
-    return _mm256_sub_epi32(_mm256_setzero_si256(), bias);
+  struct XChunk {
+    __m256i x, start;
+  };
+  template <DType T>
+  static XChunk load_x(const ActivationBlocks& x, int row, int64_t c) {
+    const __m256i xq = load32(x.q + row * x.k + c * kBlock);
+    if constexpr (code_bias<T>() == 0) return {xq, _mm256_setzero_si256()};
+    const __m256i lanes = load32(x.neg_half_lanes + (row * (x.k / kBlock) + c) * 8);
+    return {xq, _mm256_slli_epi32(lanes, code_bias_shift<T>())};
   }
-  static __m256i dot(__m256i start, __m256i codes, __m256i xv) { return _mm256_dpbusd_epi32(start, xv, codes); }
+  template <DType T>
+  static __m256i weights(const uint8_t* row, int64_t c) {
+    return chunk_unsigned_codes<T>(row, c);
+  }
+  static __m256i dot(__m256i w, const XChunk& x) { return _mm256_dpbusd_epi32(x.start, w, x.x); }
 };
 
-inline __m512 pair_of(float lo, float hi) { return _mm512_insertf32x8(_mm512_set1_ps(lo), _mm256_set1_ps(hi), 1); }
-inline __m512i pair_of(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1); }
+// The f16 scales of blocks c and c + 1 as [s_c × 8, s_c+1 × 8].
+template <DType T>
+inline __m512 pair_scales(const uint8_t* row, int64_t c) {
+  uint16_t lo, hi;
+  std::memcpy(&lo, row + c * block_info_bytes(T), 2);
+  std::memcpy(&hi, row + (c + 1) * block_info_bytes(T), 2);
+  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(lo | static_cast<uint32_t>(hi) << 16)));
+  const __m512i spread = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(spread, _mm512_zextps128_ps512(both));
+}
 
-// Weight rows [begin, end) against the M rows of x, chunks two at a time (lanes 0-7 chunk
-// c, lanes 8-15 chunk c + 1); an odd last chunk pairs with a zero chunk.
+// The sums of four vectors, as one 128-bit vector.
+inline __m128 reduce4(const __m512* a) {
+  __m256 h[4];
+  for (int i = 0; i < 4; ++i)
+    h[i] = _mm256_add_ps(_mm512_castps512_ps256(a[i]), _mm512_extractf32x8_ps(a[i], 1));
+  const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+  return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+
+// Weight rows [begin, end) against the M rows of x, blocks two at a time (lanes 0-7 block
+// c, lanes 8-15 block c + 1), for formats in blocks of 32. An odd last block goes through
+// the 256-bit loop.
 template <DType T, int M>
 void pair_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin, int64_t end,
                       const float* bias, float* y, int64_t ldy) {
   constexpr int R = M == 1 ? 4 : M == 2 ? 2 : 1;
   constexpr bool kOffsets = format_has_offsets(T);
-  const int64_t chunks = x.k / kBlock;
-  const __m512i unsigned_bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const int64_t chunks = x.k / kBlock, paired = chunks / 2 * 2;
   for (int64_t j0 = begin; j0 < end; j0 += R) {
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = w + std::min(j0 + r, end - 1) * row_bytes;
@@ -42,39 +69,63 @@ void pair_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_by
     float off[R][M];
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps(), off[r][i] = 0.0f;
-    for (int64_t c = 0; c < chunks; c += 2) {
-      const bool pair = c + 1 < chunks;
-      __m512i xv[M];
+    for (int64_t c = 0; c < paired; c += 2) {
+      __m512i xv[M], start[M];
       __m512 dx[M];
       for (int i = 0; i < M; ++i) {
-        const uint8_t* xu = x.u + i * x.k + c * kBlock;
+        xv[i] = _mm512_loadu_si512(x.q + i * x.k + c * kBlock);
+        start[i] = code_bias<T>() == 0 ? _mm512_setzero_si512()
+                                       : _mm512_slli_epi32(_mm512_loadu_si512(x.neg_half_lanes + (i * chunks + c) * 8),
+                                                           code_bias_shift<T>());
         const float* d = x.d + i * chunks + c;
-        xv[i] = pair ? _mm512_loadu_si512(xu) : _mm512_zextsi256_si512(load32(xu));
-        dx[i] = pair_of(d[0], pair ? d[1] : 0.0f);
+        dx[i] = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1);
       }
       for (int r = 0; r < R; ++r) {
-        float offset[4] = {0, 0, 0, 0};
-        const __m256 s0 = chunk_scale<T>(rows[r], c, offset);
-        const __m256 s1 = pair ? chunk_scale<T>(rows[r], c + 1, offset + 2) : _mm256_setzero_ps();
-        const __m512 scale = _mm512_insertf32x8(_mm512_zextps256_ps512(s0), s1, 1);
-        const __m512i codes =
-            pair_of(chunk_codes<T>(rows[r], c), pair ? chunk_codes<T>(rows[r], c + 1) : _mm256_setzero_si256());
-        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), unsigned_bias, codes));
+        const __m512 scale = pair_scales<T>(rows[r], c);
+        const __m512i codes = _mm512_inserti64x4(_mm512_zextsi256_si512(chunk_unsigned_codes<T>(rows[r], c)),
+                                                 chunk_unsigned_codes<T>(rows[r], c + 1), 1);
+        float offset[2] = {0, 0};
+        if constexpr (kOffsets) {
+          offset[0] = f16_at(rows[r] + c * block_info_bytes(T) + 2);
+          offset[1] = f16_at(rows[r] + (c + 1) * block_info_bytes(T) + 2);
+        }
         for (int i = 0; i < M; ++i) {
-          const __m512i p = _mm512_dpbusd_epi32(start, xv[i], codes);
+          const __m512i p = _mm512_dpbusd_epi32(start[i], codes, xv[i]);
           acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(scale, dx[i]), acc[r][i]);
           if constexpr (kOffsets) {
             const float* hs = x.half_sums + (i * chunks + c) * 2;
-            off[r][i] += offset[0] * hs[0] + offset[1] * hs[1];
-            if (pair) off[r][i] += offset[2] * hs[2] + offset[3] * hs[3];
+            off[r][i] += offset[0] * (hs[0] + hs[1]) + offset[1] * (hs[2] + hs[3]);
           }
         }
       }
     }
+    float tail[R][M] = {};
+    for (int64_t c = paired; c < chunks; ++c) {  // an odd last block, on its own
+      for (int r = 0; r < R; ++r) {
+        float offset[2] = {0, 0};
+        const __m256 scale = chunk_scale<T>(rows[r], c, offset);
+        const __m256i codes = VnniDot::weights<T>(rows[r], c);
+        for (int i = 0; i < M; ++i) {
+          const __m256 p = _mm256_cvtepi32_ps(VnniDot::dot(codes, VnniDot::load_x<T>(x, i, c)));
+          const float* hs = x.half_sums + (i * chunks + c) * 2;
+          tail[r][i] = hsum(_mm256_mul_ps(p, scale)) * x.d[i * chunks + c] + offset[0] * hs[0] + offset[1] * hs[1];
+        }
+      }
+    }
+    if constexpr (R == 4) {
+      if (j0 + R <= end) {  // four rows' sums in one vector
+        __m512 sums[4] = {acc[0][0], acc[1][0], acc[2][0], acc[3][0]};
+        __m128 v = _mm_add_ps(reduce4(sums), _mm_setr_ps(off[0][0] + tail[0][0], off[1][0] + tail[1][0],
+                                                         off[2][0] + tail[2][0], off[3][0] + tail[3][0]));
+        if (bias) v = _mm_add_ps(v, _mm_loadu_ps(bias + j0));
+        _mm_storeu_ps(y + j0, v);
+        continue;
+      }
+    }
     for (int r = 0; r < R && j0 + r < end; ++r)
       for (int i = 0; i < M; ++i)
-        y[i * ldy + j0 + r] = _mm512_reduce_add_ps(acc[r][i]) + off[r][i] + (bias ? bias[j0 + r] : 0.0f);
+        y[i * ldy + j0 + r] =
+            _mm512_reduce_add_ps(acc[r][i]) + off[r][i] + tail[r][i] + (bias ? bias[j0 + r] : 0.0f);
   }
 }
 

@@ -6,7 +6,8 @@
 
 namespace hark::quant {
 
-void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, uint8_t* u, float* d, float* half_sums) {
+void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, float* d, float* half_sums,
+                          int32_t* neg_half_lanes) {
   const int64_t blocks = k / kBlock;
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t b = 0; b < blocks; ++b) {
@@ -15,17 +16,17 @@ void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, uint8
       for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(v[j]));
       const float scale = amax / 127.0f, inverse = amax > 0 ? 127.0f / amax : 0.0f;
       int8_t* qb = q + r * k + b * kBlock;
-      uint8_t* ub = u + r * k + b * kBlock;
       int sums[2] = {0, 0};
       for (int j = 0; j < kBlock; ++j) {
         const int code = static_cast<int>(std::nearbyint(v[j] * inverse));
         qb[j] = static_cast<int8_t>(std::clamp(code, -127, 127));
-        ub[j] = static_cast<uint8_t>(qb[j] + 128);
         sums[j / 16] += qb[j];
       }
       d[r * blocks + b] = scale;
       half_sums[(r * blocks + b) * 2] = scale * static_cast<float>(sums[0]);
       half_sums[(r * blocks + b) * 2 + 1] = scale * static_cast<float>(sums[1]);
+      int32_t* lanes = neg_half_lanes + (r * blocks + b) * 8;
+      for (int j = 0; j < 8; ++j) lanes[j] = j == 0 ? -sums[0] : j == 4 ? -sums[1] : 0;
     }
   }
 }

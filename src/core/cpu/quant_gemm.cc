@@ -53,16 +53,16 @@ const IsaChoice& current_isa() {
 // Activation blocks for up to kQuantGemvMaxRows rows, reused between calls on this thread.
 struct ActivationBuffers {
   std::vector<int8_t> q;
-  std::vector<uint8_t> u;
   std::vector<float> d, half_sums;
+  std::vector<int32_t> lanes;
 
   quant::ActivationBlocks quantize(const float* x, int64_t m, int64_t k) {
     q.resize(m * k);
-    u.resize(m * k);
     d.resize(m * k / quant::kBlock);
     half_sums.resize(2 * m * k / quant::kBlock);
-    quant::quantize_activations(x, m, k, q.data(), u.data(), d.data(), half_sums.data());
-    return {m, k, q.data(), u.data(), d.data(), half_sums.data()};
+    lanes.resize(8 * m * k / quant::kBlock);
+    quant::quantize_activations(x, m, k, q.data(), d.data(), half_sums.data(), lanes.data());
+    return {m, k, q.data(), d.data(), half_sums.data(), lanes.data()};
   }
 };
 

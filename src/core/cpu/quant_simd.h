@@ -1,5 +1,5 @@
-// Internal to the AVX2 and AVX-512 quantized kernels: the 32 signed codes of a chunk in
-// one 256-bit register, per format, and the shared loop over weight rows. Included by
+// Internal to the AVX2 and AVX-512 quantized kernels: the 32 codes of a chunk in one
+// 256-bit register, per format, and the shared loop over weight rows. Included by
 // translation units built for different instruction sets, so everything has internal
 // linkage; `Dot` supplies the instruction-set-specific integer dot product.
 #pragma once
@@ -49,14 +49,27 @@ inline __m256i bit_field(const uint8_t* p, int shift, int mask) {
   return _mm256_and_si256(_mm256_srl_epi16(load32(p), _mm_cvtsi32_si128(shift)), bytes(mask));
 }
 
+// The codes of every format made non-negative by adding code_bias<T>() (q8_0: 128,
+// q6_K: 32, q5_0: 16, q4_0: 8, q3_K: 4, the others 0), which is how the packed bits store
+// them; Σ code·x = Σ unsigned·x − bias · Σ x.
 template <DType T>
-inline __m256i chunk_codes(const uint8_t* row, int64_t c) {
-  if constexpr (T == DType::Q8_0) return load32(row + c * sizeof(BlockQ8_0) + 2);
-  if constexpr (T == DType::Q4_0) return _mm256_sub_epi8(nibbles32(row + c * sizeof(BlockQ4_0) + 2), bytes(8));
+constexpr int code_bias() {
+  return T == DType::Q8_0 ? 128 : T == DType::Q6_K ? 32 : T == DType::Q5_0 ? 16 : T == DType::Q4_0 ? 8
+         : T == DType::Q3_K ? 4 : 0;
+}
+template <DType T>
+constexpr int code_bias_shift() {
+  return code_bias<T>() == 128 ? 7 : code_bias<T>() == 32 ? 5 : code_bias<T>() == 16 ? 4 : code_bias<T>() == 8 ? 3 : 2;
+}
+
+template <DType T>
+inline __m256i chunk_unsigned_codes(const uint8_t* row, int64_t c) {
+  if constexpr (T == DType::Q8_0) return _mm256_xor_si256(load32(row + c * sizeof(BlockQ8_0) + 2), bytes(0x80));
+  if constexpr (T == DType::Q4_0) return nibbles32(row + c * sizeof(BlockQ4_0) + 2);
   if constexpr (T == DType::Q4_1) return nibbles32(row + c * sizeof(BlockQ4_1) + 4);
   if constexpr (T == DType::Q5_0) {
     const uint8_t* b = row + c * sizeof(BlockQ5_0);
-    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b + 6), fifth_bits(b + 2)), bytes(16));
+    return _mm256_or_si256(nibbles32(b + 6), fifth_bits(b + 2));
   }
   if constexpr (T == DType::Q5_1) {
     const uint8_t* b = row + c * sizeof(BlockQ5_1);
@@ -67,19 +80,23 @@ inline __m256i chunk_codes(const uint8_t* row, int64_t c) {
     const uint8_t* block = chunk_block(T, row, c, sub);
     const KChunkPlanes p = kquant_planes(T, block, sub);
     if constexpr (T == DType::Q2_K) return bit_field(p.low, p.low_shift, 3);
-    if constexpr (T == DType::Q3_K) {
-      const __m256i high = _mm256_slli_epi16(bit_field(p.high, p.high_shift, 1), 2);
-      return _mm256_sub_epi8(_mm256_or_si256(bit_field(p.low, p.low_shift, 3), high), bytes(4));
-    }
+    if constexpr (T == DType::Q3_K)
+      return _mm256_or_si256(bit_field(p.low, p.low_shift, 3), _mm256_slli_epi16(bit_field(p.high, p.high_shift, 1), 2));
     if constexpr (T == DType::Q4_K) return bit_field(p.low, p.low_shift, 0x0F);
     if constexpr (T == DType::Q5_K)
       return _mm256_or_si256(bit_field(p.low, p.low_shift, 0x0F), _mm256_slli_epi16(bit_field(p.high, p.high_shift, 1), 4));
-    if constexpr (T == DType::Q6_K) {
-      const __m256i high = _mm256_slli_epi16(bit_field(p.high, p.high_shift, 3), 4);
-      return _mm256_sub_epi8(_mm256_or_si256(bit_field(p.low, p.low_shift, 0x0F), high), bytes(32));
-    }
+    if constexpr (T == DType::Q6_K)
+      return _mm256_or_si256(bit_field(p.low, p.low_shift, 0x0F), _mm256_slli_epi16(bit_field(p.high, p.high_shift, 3), 4));
   }
   return _mm256_setzero_si256();
+}
+
+// The signed codes (the values the format's definition multiplies by the scale).
+template <DType T>
+inline __m256i chunk_codes(const uint8_t* row, int64_t c) {
+  if constexpr (T == DType::Q8_0) return load32(row + c * sizeof(BlockQ8_0) + 2);
+  if constexpr (code_bias<T>() == 0) return chunk_unsigned_codes<T>(row, c);
+  return _mm256_sub_epi8(chunk_unsigned_codes<T>(row, c), bytes(code_bias<T>()));
 }
 
 // The weight-side scale of chunk c as 8 lanes (lanes 0-3 hold values 0-15, 4-7 values
@@ -108,9 +125,9 @@ inline float hsum(__m256 v) {
 }
 
 // Weight rows [begin, end) against the M rows of x, R weight rows per pass (independent
-// accumulator chains). Dot::load_x(x, i, c) loads row i's chunk c in the form Dot needs,
-// Dot::prepare(codes) makes the weight-side operand once per chunk and weight row, and
-// Dot::dot(prepared, codes, xv) gives 8 int32 partial sums (lanes 0-3: values 0-15).
+// accumulator chains). Dot::load_x<T>(x, i, c) reads row i's chunk c in the form Dot
+// needs, Dot::weights<T>(row, c) the weight chunk once per weight row, and
+// Dot::dot(weights, xs) gives 8 int32 partial sums (lanes 0-3: values 0-15).
 template <DType T, int M, class Dot>
 void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin, int64_t end,
                  const float* bias, float* y, int64_t ldy) {
@@ -125,17 +142,16 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps(), off[r][i] = 0.0f;
     for (int64_t c = 0; c < chunks; ++c) {
-      __m256i xv[M];
+      typename Dot::XChunk xs[M];
       __m256 dx[M];
-      for (int i = 0; i < M; ++i) xv[i] = Dot::load_x(x, i, c), dx[i] = _mm256_broadcast_ss(x.d + i * chunks + c);
+      for (int i = 0; i < M; ++i)
+        xs[i] = Dot::template load_x<T>(x, i, c), dx[i] = _mm256_broadcast_ss(x.d + i * chunks + c);
       for (int r = 0; r < R; ++r) {
-        const __m256i codes = chunk_codes<T>(rows[r], c);
+        const auto wc = Dot::template weights<T>(rows[r], c);
         float offset[2] = {0, 0};
         const __m256 scale = chunk_scale<T>(rows[r], c, offset);
-        const auto prepared = Dot::prepare(codes);
         for (int i = 0; i < M; ++i) {
-          const __m256i p = Dot::dot(prepared, codes, xv[i]);
-          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(scale, dx[i]), acc[r][i]);
+          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Dot::dot(wc, xs[i])), _mm256_mul_ps(scale, dx[i]), acc[r][i]);
           if constexpr (kOffsets) {
             const float* hs = x.half_sums + (i * chunks + c) * 2;
             off[r][i] += offset[0] * hs[0] + offset[1] * hs[1];

@@ -68,11 +68,15 @@ class QuantGemm : public ::testing::TestWithParam<const char*> {
 TEST_P(QuantGemm, EveryFormatAndRowCountMatchesTheDequantizedProduct) {
   ThreadPool pool(2);
   for (const quant::BlockInfo& f : quant::formats()) {
-    for (int64_t m : {1, 2, 3, 4, 5, 8, 13, 40}) {
-      const Problem p = make_problem(f.dtype, m, 37, 512, static_cast<unsigned>(m * 100 + f.ggml_type));
-      std::vector<float> y(m * p.n, -1.0f);
-      quant_linear(pool, p.x.data(), m, p.k, p.w, p.bias.data(), y.data());
-      expect_close(p, y, m <= 2 * kQuantGemvMaxRows, std::string(f.name) + " m=" + std::to_string(m));
+    // An odd number of 32-blocks (224 = 7 · 32) as well as an even one.
+    for (int64_t k : {f.elems == 32 ? int64_t{224} : int64_t{256}, int64_t{512}}) {
+      for (int64_t m : {1, 2, 3, 4, 5, 8, 13, 40}) {
+        const Problem p = make_problem(f.dtype, m, 37, k, static_cast<unsigned>(m * 100 + k + f.ggml_type));
+        std::vector<float> y(m * p.n, -1.0f);
+        quant_linear(pool, p.x.data(), m, p.k, p.w, p.bias.data(), y.data());
+        expect_close(p, y, m <= 2 * kQuantGemvMaxRows, std::string(f.name) + " m=" + std::to_string(m) + " k=" +
+                                                           std::to_string(k));
+      }
     }
   }
 }
@@ -80,7 +84,7 @@ TEST_P(QuantGemm, EveryFormatAndRowCountMatchesTheDequantizedProduct) {
 TEST_P(QuantGemm, AgreesWithThePortablePath) {
   ThreadPool pool(1);
   for (const quant::BlockInfo& f : quant::formats()) {
-    const Problem p = make_problem(f.dtype, 5, 70, 768, 7);
+    const Problem p = make_problem(f.dtype, 5, 70, f.elems == 32 ? 480 : 768, 7);  // 15 blocks of 32
     std::vector<float> mine(5 * 70), portable(5 * 70);
     quant_linear(pool, p.x.data(), 5, p.k, p.w, nullptr, mine.data());
     ASSERT_TRUE(set_quant_isa("scalar"));
