@@ -9,11 +9,27 @@
 
 #include <cstring>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #include "core/quant_format.h"
 #include "core/cpu/quant_dot.h"
 
 namespace hark::quant {
 namespace {
+
+// An f16 scale: the F16C instruction where the translation unit has it (the same value
+// as half_to_float).
+inline float scale_at(const uint8_t* p) {
+#if defined(__F16C__)
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+#else
+  return load_f16(p);
+#endif
+}
 
 constexpr bool format_has_offsets(DType t) {
   return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q2_K || t == DType::Q4_K || t == DType::Q5_K;
@@ -53,16 +69,16 @@ inline ChunkScales scales_of_chunk(DType t, const uint8_t* row, int64_t c) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
-      s.scale[0] = s.scale[1] = load_f16(b);
+      s.scale[0] = s.scale[1] = scale_at(b);
       break;
     case DType::Q4_1:
     case DType::Q5_1:
-      s.scale[0] = s.scale[1] = load_f16(b);
-      s.offset[0] = s.offset[1] = load_f16(b + 2);
+      s.scale[0] = s.scale[1] = scale_at(b);
+      s.offset[0] = s.offset[1] = scale_at(b + 2);
       break;
     case DType::Q2_K: {
       const auto& k = *reinterpret_cast<const BlockQ2_K*>(b);
-      const float d = load_f16(k.d), dmin = load_f16(k.dmin);
+      const float d = scale_at(k.d), dmin = scale_at(k.dmin);
       for (int h = 0; h < 2; ++h) {
         const int sc = k.scales[2 * sub + h];
         s.scale[h] = d * static_cast<float>(sc & 0xF);
@@ -72,7 +88,7 @@ inline ChunkScales scales_of_chunk(DType t, const uint8_t* row, int64_t c) {
     }
     case DType::Q3_K: {
       const auto& k = *reinterpret_cast<const BlockQ3_K*>(b);
-      const float d = load_f16(k.d);
+      const float d = scale_at(k.d);
       for (int h = 0; h < 2; ++h) s.scale[h] = d * static_cast<float>(q3k_scale(k.scales, 2 * sub + h));
       break;
     }
@@ -82,13 +98,13 @@ inline ChunkScales scales_of_chunk(DType t, const uint8_t* row, int64_t c) {
                                                : reinterpret_cast<const BlockQ5_K*>(b)->scales;
       int sc, mn;
       q4k_scale_min(packed, sub, sc, mn);
-      s.scale[0] = s.scale[1] = load_f16(b) * static_cast<float>(sc);
-      s.offset[0] = s.offset[1] = -(load_f16(b + 2) * static_cast<float>(mn));
+      s.scale[0] = s.scale[1] = scale_at(b) * static_cast<float>(sc);
+      s.offset[0] = s.offset[1] = -(scale_at(b + 2) * static_cast<float>(mn));
       break;
     }
     case DType::Q6_K: {
       const auto& k = *reinterpret_cast<const BlockQ6_K*>(b);
-      const float d = load_f16(k.d);
+      const float d = scale_at(k.d);
       for (int h = 0; h < 2; ++h) s.scale[h] = d * static_cast<float>(k.scales[2 * sub + h]);
       break;
     }

@@ -33,6 +33,12 @@ void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, float
 using DotRowsFn = void (*)(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
                            int64_t end, const float* bias, float* y, int64_t ldy);
 
+// One weight row of k values widened to fp32, bit for bit as quant_format's definition.
+using WidenRowFn = void (*)(DType dtype, const uint8_t* row, int64_t k, float* out);
+void widen_row_scalar(DType dtype, const uint8_t* row, int64_t k, float* out);
+void widen_row_avx2(DType dtype, const uint8_t* row, int64_t k, float* out);
+void widen_row_avx512(DType dtype, const uint8_t* row, int64_t k, float* out);
+
 void dot_rows_scalar(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
                      int64_t end, const float* bias, float* y, int64_t ldy);
 void dot_rows_avx2(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,

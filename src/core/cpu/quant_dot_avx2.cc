@@ -26,6 +26,8 @@ struct Avx2Dot {
 
 }  // namespace
 
+void widen_row_avx2(DType dtype, const uint8_t* row, int64_t k, float* out) { widen_row_any(dtype, row, k, out); }
+
 void dot_rows_avx2(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
                    int64_t end, const float* bias, float* y, int64_t ldy) {
   KernelTable<Avx2Dot>::find(dtype, x.m)(x, w, row_bytes, begin, end, bias, y, ldy);

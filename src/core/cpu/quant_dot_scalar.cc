@@ -31,6 +31,8 @@ void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, float
   }
 }
 
+void widen_row_scalar(DType dtype, const uint8_t* row, int64_t k, float* out) { dequantize_row(dtype, row, out, k); }
+
 void dot_rows_scalar(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
                      int64_t end, const float* bias, float* y, int64_t ldy) {
   const int64_t chunks = x.k / kBlock;

@@ -15,6 +15,7 @@ namespace {
 struct IsaChoice {
   const char* name;
   quant::DotRowsFn dot_rows;
+  quant::WidenRowFn widen_row;
 };
 
 bool cpu_has(const char* isa) {
@@ -29,9 +30,9 @@ bool cpu_has(const char* isa) {
   return false;
 }
 
-constexpr IsaChoice kIsas[] = {{"avx512-vnni", quant::dot_rows_avx512},
-                               {"avx2", quant::dot_rows_avx2},
-                               {"scalar", quant::dot_rows_scalar}};
+constexpr IsaChoice kIsas[] = {{"avx512-vnni", quant::dot_rows_avx512, quant::widen_row_avx512},
+                               {"avx2", quant::dot_rows_avx2, quant::widen_row_avx2},
+                               {"scalar", quant::dot_rows_scalar, quant::widen_row_scalar}};
 
 const IsaChoice* best_isa() {
   for (const IsaChoice& isa : kIsas)
@@ -90,6 +91,7 @@ void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, cons
   const int64_t n = w.dim(0), threads = pool.size();
   const size_t row_bytes = dtype_nbytes(w.dtype(), k);
   const auto* weights = static_cast<const uint8_t*>(w.raw());
+  const quant::WidenRowFn widen_row = current_isa().widen_row;
   int64_t panels = threads;
   while ((n + panels - 1) / panels > 256) panels += threads;
   const int64_t panel_rows = ((n + panels - 1) / panels + 15) / 16 * 16;
@@ -102,7 +104,7 @@ void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, cons
       const int64_t r0 = p * panel_rows, r1 = std::min(n, r0 + panel_rows);
       panel.resize((r1 - r0) * k);
       for (int64_t r = r0; r < r1; ++r)
-        quant::dequantize_row(w.dtype(), weights + r * row_bytes, panel.data() + (r - r0) * k, k);
+        widen_row(w.dtype(), weights + r * row_bytes, k, panel.data() + (r - r0) * k);
       sgemm_serial(Trans::No, Trans::Yes, m, r1 - r0, k, 1.0f, x, k, panel.data(), k, bias ? 1.0f : 0.0f, y + r0, n);
     }
   });

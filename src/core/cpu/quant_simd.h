@@ -164,6 +164,41 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
   }
 }
 
+// Row of k values to fp32: value = code · scale (+ offset), the definition's operations.
+template <DType T>
+void widen_row(const uint8_t* row, int64_t k, float* out) {
+  for (int64_t c = 0; c < k / kBlock; ++c) {
+    const __m256i codes = chunk_codes<T>(row, c);
+    float offset[2] = {0, 0};
+    const __m256 scale = chunk_scale<T>(row, c, offset);
+    const __m128 s_lo = _mm256_castps256_ps128(scale), s_hi = _mm256_extractf128_ps(scale, 1);
+    const __m128i lo = _mm256_castsi256_si128(codes), hi = _mm256_extracti128_si256(codes, 1);
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int p = 0; p < 4; ++p) {
+      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[p])),
+                               _mm256_set_m128(p < 2 ? s_lo : s_hi, p < 2 ? s_lo : s_hi));
+      if constexpr (format_has_offsets(T)) v = _mm256_add_ps(v, _mm256_set1_ps(offset[p / 2]));
+      _mm256_storeu_ps(out + c * kBlock + 8 * p, v);
+    }
+  }
+}
+
+inline void widen_row_any(DType t, const uint8_t* row, int64_t k, float* out) {
+  switch (t) {
+    case DType::Q4_0: return widen_row<DType::Q4_0>(row, k, out);
+    case DType::Q4_1: return widen_row<DType::Q4_1>(row, k, out);
+    case DType::Q5_0: return widen_row<DType::Q5_0>(row, k, out);
+    case DType::Q5_1: return widen_row<DType::Q5_1>(row, k, out);
+    case DType::Q8_0: return widen_row<DType::Q8_0>(row, k, out);
+    case DType::Q2_K: return widen_row<DType::Q2_K>(row, k, out);
+    case DType::Q3_K: return widen_row<DType::Q3_K>(row, k, out);
+    case DType::Q4_K: return widen_row<DType::Q4_K>(row, k, out);
+    case DType::Q5_K: return widen_row<DType::Q5_K>(row, k, out);
+    case DType::Q6_K: return widen_row<DType::Q6_K>(row, k, out);
+    default: return dequantize_row(t, row, out, k);
+  }
+}
+
 // The kernels for every format and row count, indexed [format][M - 1].
 using RowsKernel = void (*)(const ActivationBlocks&, const uint8_t*, size_t, int64_t, int64_t, const float*, float*,
                             int64_t);

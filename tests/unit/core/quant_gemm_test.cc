@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/quant_dot.h"
 #include "core/cpu/quant_gemm.h"
 #include "core/ops.h"
 #include "core/quant_format.h"
+#include "test_support.h"
 
 namespace hark {
 namespace {
@@ -93,6 +96,25 @@ TEST_P(QuantGemm, AgreesWithThePortablePath) {
     // Same integer sums; only the order of the fp32 accumulation differs.
     for (size_t i = 0; i < mine.size(); ++i)
       ASSERT_NEAR(mine[i], portable[i], 1e-4f * (1 + std::fabs(portable[i]))) << f.name << " " << i;
+  }
+}
+
+// The encoder's panels widen weight rows with SIMD code: it must give the definition's
+// bits, checked on ggml's own random blocks (tests/data/quant).
+TEST_P(QuantGemm, WidenedRowsEqualTheDefinitionBitForBit) {
+  const std::string isa = GetParam();
+  const quant::WidenRowFn widen = isa == "avx512-vnni" ? quant::widen_row_avx512
+                                  : isa == "avx2"      ? quant::widen_row_avx2
+                                                       : quant::widen_row_scalar;
+  for (const quant::BlockInfo& f : quant::formats()) {
+    const std::string blocks = test::read_file(test::data_path(std::string("quant/") + f.name + ".blocks.bin"));
+    const std::string values = test::read_file(test::data_path(std::string("quant/") + f.name + ".values.bin"));
+    const int64_t n = static_cast<int64_t>(values.size() / 4);
+    std::vector<float> got(n), want(n);
+    std::memcpy(want.data(), values.data(), values.size());
+    widen(f.dtype, reinterpret_cast<const uint8_t*>(blocks.data()), n, got.data());
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << f.name << " value " << i << ": " << got[i] << " vs " << want[i];
   }
 }
 
