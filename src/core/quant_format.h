@@ -75,8 +75,24 @@ void quantize_row(DType dtype, const float* in, void* blocks, int64_t n);
 void dequantize_row_kquant(DType dtype, const void* blocks, float* out, int64_t n);
 void quantize_row_kquant(DType dtype, const float* in, void* blocks, int64_t n);
 
-// q3_K, q4_K and q5_K pack their sub-block scales into 12 bytes.
-int q3k_scale(const uint8_t* scales, int sub);  // signed 6-bit scale of sub-block 0..15
-void q4k_scale_min(const uint8_t* scales, int sub, int& scale, int& min);  // sub-block 0..7
+// q3_K, q4_K and q5_K pack their sub-block scales into 12 bytes. (Internal linkage: the
+// kernels of each instruction set inline their own copy.)
+// The signed 6-bit scale of q3_K sub-block 0..15: low nibble in bytes 0-7, top two bits
+// in bytes 8-11.
+static inline int q3k_scale(const uint8_t* scales, int sub) {
+  const int low = sub < 8 ? (scales[sub] & 0x0F) : (scales[sub - 8] >> 4);
+  const int high = (scales[8 + sub % 4] >> (2 * (sub / 4))) & 3;
+  return (low | high << 4) - 32;
+}
+// The 6-bit scale and min of q4_K / q5_K sub-block 0..7.
+static inline void q4k_scale_min(const uint8_t* q, int sub, int& scale, int& min) {
+  if (sub < 4) {
+    scale = q[sub] & 63;
+    min = q[sub + 4] & 63;
+  } else {
+    scale = (q[sub + 4] & 0x0F) | ((q[sub - 4] >> 6) << 4);
+    min = (q[sub + 4] >> 4) | ((q[sub] >> 6) << 4);
+  }
+}
 
 }  // namespace hark::quant

@@ -212,22 +212,6 @@ void quantize_q6k(const float* x, BlockQ6_K& b) {
 
 }  // namespace
 
-int q3k_scale(const uint8_t* scales, int sub) {
-  const int low = sub < 8 ? (scales[sub] & 0x0F) : (scales[sub - 8] >> 4);
-  const int high = (scales[8 + sub % 4] >> (2 * (sub / 4))) & 3;
-  return (low | high << 4) - 32;
-}
-
-void q4k_scale_min(const uint8_t* q, int sub, int& scale, int& min) {
-  if (sub < 4) {
-    scale = q[sub] & 63;
-    min = q[sub + 4] & 63;
-  } else {
-    scale = (q[sub + 4] & 0x0F) | ((q[sub - 4] >> 6) << 4);
-    min = (q[sub + 4] >> 4) | ((q[sub] >> 6) << 4);
-  }
-}
-
 void dequantize_row_kquant(DType dtype, const void* blocks, float* out, int64_t n) {
   const auto* p = static_cast<const uint8_t*>(blocks);
   const size_t bytes = block_info(dtype).bytes;

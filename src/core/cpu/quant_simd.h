@@ -117,6 +117,22 @@ inline __m256 chunk_scale(const uint8_t* row, int64_t c, float offset[2]) {
   }
 }
 
+// The scales of the 8 chunks of one k-quant super-block, decoded once for all of them.
+struct SuperScales {
+  __m256 scale[8];
+  float offset[8][2];
+};
+
+template <DType T>
+inline void decode_super(const uint8_t* row, int64_t super, SuperScales& out) {
+  for (int sub = 0; sub < 8; ++sub) {
+    const ChunkScales s = scales_of_chunk(T, row, super * 8 + sub);
+    out.scale[sub] = _mm256_set_m128(_mm_set1_ps(s.scale[1]), _mm_set1_ps(s.scale[0]));
+    out.offset[sub][0] = s.offset[0];
+    out.offset[sub][1] = s.offset[1];
+  }
+}
+
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -141,6 +157,7 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
     float off[R][M];
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps(), off[r][i] = 0.0f;
+    SuperScales supers[block_elems_of(T) == kSuper ? R : 1];
     for (int64_t c = 0; c < chunks; ++c) {
       typename Dot::XChunk xs[M];
       __m256 dx[M];
@@ -149,7 +166,15 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
       for (int r = 0; r < R; ++r) {
         const auto wc = Dot::template weights<T>(rows[r], c);
         float offset[2] = {0, 0};
-        const __m256 scale = chunk_scale<T>(rows[r], c, offset);
+        __m256 scale;
+        if constexpr (block_elems_of(T) == kSuper) {
+          if (c % 8 == 0) decode_super<T>(rows[r], c / 8, supers[r]);
+          scale = supers[r].scale[c % 8];
+          offset[0] = supers[r].offset[c % 8][0];
+          offset[1] = supers[r].offset[c % 8][1];
+        } else {
+          scale = chunk_scale<T>(rows[r], c, offset);
+        }
         for (int i = 0; i < M; ++i) {
           acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Dot::dot(wc, xs[i])), _mm256_mul_ps(scale, dx[i]), acc[r][i]);
           if constexpr (kOffsets) {
