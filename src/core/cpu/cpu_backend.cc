@@ -30,6 +30,13 @@ const float* CpuBackend::f32_weights(const Tensor& w) {
   return it->second.data<float>();
 }
 
+size_t CpuBackend::cached_weight_bytes() {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  size_t bytes = 0;
+  for (const auto& [key, t] : f32_cache_) bytes += t.nbytes();
+  return bytes;
+}
+
 void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
   if (dtype_is_quantized(w.dtype())) {
@@ -107,7 +114,10 @@ void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int s
   const float* bias = f32_weights(b);
   float* out = y.data<float>();
   for (int64_t co = 0; co < cout; ++co) std::fill(out + co * t_out, out + (co + 1) * t_out, bias[co]);
-  sgemm(pool_, Trans::No, Trans::No, cout, t_out, cin * kw, 1.0f, f32_weights(w), cin * kw, c, t_out, 1.0f, out,
+  // Widened per call, not cached: the two convolutions run once per window, and a kept
+  // fp32 copy would be model memory beyond the file (5 % of a q8_0 tiny).
+  const Tensor wf = w.to_f32();
+  sgemm(pool_, Trans::No, Trans::No, cout, t_out, cin * kw, 1.0f, wf.data<float>(), cin * kw, c, t_out, 1.0f, out,
         t_out);
 }
 

@@ -33,6 +33,8 @@ class CpuBackend final : public Backend {
   void transpose(const Tensor& x, Tensor& y) override;
 
   DType cross_kv_dtype() const override { return cross_kv_; }
+  // Bytes of the fp32 copies made of half-precision weights (model memory beyond the file).
+  size_t cached_weight_bytes();
 
   ThreadPool& pool() { return pool_; }
 

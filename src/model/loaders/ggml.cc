@@ -152,11 +152,11 @@ GgmlHeader read_ggml_header(const std::string& file) {
 
 Checkpoint load_ggml(const std::string& file) {
   auto mapped = MappedFile::open(file);
-  return read_ggml(mapped->data(), mapped->size(), mapped, file);
+  return read_ggml(mapped->data(), mapped->size(), mapped, file, mapped.get());
 }
 
 Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_ptr<void>& keepalive,
-                     const std::string& file) {
+                     const std::string& file, const MappedFile* mapping) {
   const GgmlHeader header = parse_header(data, size, file);
   if (header.tensors_offset == size)
     bad(file, "holds hyper-parameters, mel filters and a " + std::to_string(header.vocab.size()) +
@@ -194,7 +194,7 @@ Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_p
     // Conv biases are [d, 1] in ggml and the converters squeeze size-1 axes.
     if (shape != it->second && squeezed_equal(shape, it->second)) shape = it->second;
     if (ckpt.weights.has(name)) bad(file, "tensor '" + name + "' appears twice");
-    ckpt.weights.add(name, view_or_copy(keepalive, bytes, shape, dtype));
+    ckpt.weights.add(name, view_or_copy(keepalive, bytes, shape, dtype, mapping));
   }
   ckpt.dtype = dominant_dtype(ckpt.weights);
   return ckpt;

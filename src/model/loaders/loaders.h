@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "model/checkpoint.h"
 
 namespace hark::loaders {
@@ -21,7 +22,7 @@ Checkpoint load_ggml(const std::string& file);
 // A whole ggml file held in memory that `keepalive` owns (the fuzzer; load_ggml maps the
 // file and calls this). Tensors are views into `data` where its alignment allows.
 Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_ptr<void>& keepalive,
-                     const std::string& what);
+                     const std::string& what, const MappedFile* mapping = nullptr);
 
 void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype);
 void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype);

@@ -34,7 +34,8 @@ Tensor cast_tensor(const Tensor& t, DType dtype) {
   return out;
 }
 
-Tensor view_or_copy(const std::shared_ptr<void>& file, const unsigned char* data, Shape shape, DType dtype) {
+Tensor view_or_copy(const std::shared_ptr<void>& file, const unsigned char* data, Shape shape, DType dtype,
+                    const MappedFile* mapping) {
   // The mapping is read-only (PROT_READ); weights are never written through these views.
   // Quantized blocks have no alignment (kernels load them unaligned).
   const size_t align = dtype_is_quantized(dtype) ? 1 : dtype_size(dtype);
@@ -42,6 +43,7 @@ Tensor view_or_copy(const std::shared_ptr<void>& file, const unsigned char* data
     return Tensor::view(const_cast<unsigned char*>(data), std::move(shape), dtype, file);
   Tensor t = Tensor::empty(std::move(shape), dtype);
   std::memcpy(t.raw(), data, t.nbytes());
+  if (mapping) mapping->release(data, t.nbytes());  // not read again: not resident twice
   return t;
 }
 
