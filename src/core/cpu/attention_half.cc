@@ -9,6 +9,12 @@
 #include "core/cpu/vector_math.h"
 #include "core/tensor.h"
 
+// GCC 12 reports the _mm512_undefined_*() inside its own AVX-512 intrinsics as
+// "may be used uninitialized" (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace hark {
 namespace {
 
@@ -25,9 +31,36 @@ inline __m256 reduce8(const __m256* a) {
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
+#if defined(__AVX512F__)
+inline __m512 load_half16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+// The 512-bit accumulators' halves added, so reduce8 can finish the sums.
+inline void fold8(const __m512* wide, __m256* narrow) {
+  for (int u = 0; u < 8; ++u)
+    narrow[u] = _mm256_add_ps(_mm512_castps512_ps256(wide[u]),
+                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(wide[u]), 1)));
+}
+#endif
+
 // scores[t] = scale · q · K[t] over one head's hd columns of K (row stride d).
 void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
   int64_t t = 0;
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    for (; t + 8 <= tk; t += 8) {
+      __m512 acc[8];
+      for (auto& a : acc) a = _mm512_setzero_ps();
+      for (int64_t j = 0; j < hd; j += 16) {
+        const __m512 qv = _mm512_loadu_ps(q + j);
+        for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(load_half16(k + (t + u) * d + j), qv, acc[u]);
+      }
+      __m256 folded[8];
+      fold8(acc, folded);
+      _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(folded), _mm256_set1_ps(scale)));
+    }
+  }
+#endif
   for (; t + 8 <= tk; t += 8) {
     __m256 acc[8];
     for (auto& a : acc) a = _mm256_setzero_ps();
@@ -46,6 +79,22 @@ void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64
 
 // out[0, hd) = Σ_t p[t] · V[t] over one head's columns of V.
 void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    for (int64_t j0 = 0; j0 < hd; j0 += 128) {
+      const int64_t blocks = std::min<int64_t>(8, (hd - j0) / 16);
+      __m512 acc[8];
+      for (auto& a : acc) a = _mm512_setzero_ps();
+      for (int64_t t = 0; t < tk; ++t) {
+        const __m512 pv = _mm512_set1_ps(p[t]);
+        const uint16_t* row = v + t * d + j0;
+        for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm512_fmadd_ps(load_half16(row + 16 * b), pv, acc[b]);
+      }
+      for (int64_t b = 0; b < blocks; ++b) _mm512_storeu_ps(out + j0 + 16 * b, acc[b]);
+    }
+    return;
+  }
+#endif
   for (int64_t j0 = 0; j0 < hd; j0 += 64) {
     const int64_t blocks = std::min<int64_t>(8, (hd - j0) / 8);
     __m256 acc[8];
