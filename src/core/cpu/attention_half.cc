@@ -31,6 +31,13 @@ inline __m256 reduce8(const __m256* a) {
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
+// One head's slice of a K or V row lies `d` values after the previous row's: a stride
+// beyond what the hardware prefetchers follow, so the loops fetch rows ahead themselves.
+constexpr int64_t kPrefetchRows = 48;
+inline void prefetch_slice(const uint16_t* p, int64_t hd) {
+  for (int64_t j = 0; j < hd; j += 32) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
+}
+
 #if defined(__AVX512F__)
 inline __m512 load_half16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -49,6 +56,7 @@ void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
     for (; t + 8 <= tk; t += 8) {
+      for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
       __m512 acc[8];
       for (auto& a : acc) a = _mm512_setzero_ps();
       for (int64_t j = 0; j < hd; j += 16) {
@@ -62,6 +70,7 @@ void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64
   }
 #endif
   for (; t + 8 <= tk; t += 8) {
+    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
     __m256 acc[8];
     for (auto& a : acc) a = _mm256_setzero_ps();
     for (int64_t j = 0; j < hd; j += 8) {
@@ -86,6 +95,7 @@ void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64
       __m512 acc[8];
       for (auto& a : acc) a = _mm512_setzero_ps();
       for (int64_t t = 0; t < tk; ++t) {
+        prefetch_slice(v + (t + kPrefetchRows) * d + j0, std::min<int64_t>(128, hd - j0));
         const __m512 pv = _mm512_set1_ps(p[t]);
         const uint16_t* row = v + t * d + j0;
         for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm512_fmadd_ps(load_half16(row + 16 * b), pv, acc[b]);
@@ -100,6 +110,7 @@ void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64
     __m256 acc[8];
     for (auto& a : acc) a = _mm256_setzero_ps();
     for (int64_t t = 0; t < tk; ++t) {
+      prefetch_slice(v + (t + kPrefetchRows) * d + j0, std::min<int64_t>(64, hd - j0));
       const __m256 pv = _mm256_set1_ps(p[t]);
       const uint16_t* row = v + t * d + j0;
       for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(load_half8(row + 8 * b), pv, acc[b]);

@@ -4,6 +4,8 @@
 // int8, and each block's sum starts at −bias · Σx (ActivationBlocks::neg_half_lanes), so
 // no per-weight correction is needed. Formats in blocks of 32 take two blocks per 512-bit
 // register, halving the per-block scaling work; the k-quants run on 256-bit registers.
+#include <vector>
+
 #include "core/cpu/quant_simd.h"
 
 // GCC 12 reports the _mm512_undefined_*() inside its own AVX-512 intrinsics as
@@ -53,34 +55,72 @@ inline __m128 reduce4(const __m512* a) {
   return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
+// One pair of blocks of one row of x as the kernel consumes it: the int8 values, where
+// the integer sums start (−bias · Σx per half block) and the scales [d_c × 8, d_c+1 × 8].
+struct XPair {
+  __m512i q, start;
+  __m512 d;
+};
+
+// Built once per call, so that weight rows share it whatever the tile size.
+template <DType T>
+const XPair* x_pairs(const ActivationBlocks& x, int64_t pairs) {
+  thread_local std::vector<XPair> buffer;
+  buffer.resize(static_cast<size_t>(pairs * x.m));
+  const int64_t chunks = x.k / kBlock;
+  for (int64_t i = 0; i < x.m; ++i) {
+    for (int64_t p = 0; p < pairs; ++p) {
+      const int64_t c = 2 * p;
+      XPair& out = buffer[i * pairs + p];
+      out.q = _mm512_loadu_si512(x.q + i * x.k + c * kBlock);
+      out.start = code_bias<T>() == 0 ? _mm512_setzero_si512()
+                                      : _mm512_slli_epi32(_mm512_loadu_si512(x.neg_half_lanes + (i * chunks + c) * 8),
+                                                          code_bias_shift<T>());
+      const float* d = x.d + i * chunks + c;
+      out.d = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1);
+    }
+  }
+  return buffer.data();
+}
+
+// The odd last block of a row (the 256-bit loop), per weight row and row of x.
+template <DType T, int R, int M>
+void odd_block(const ActivationBlocks& x, const uint8_t* const* rows, int64_t c, float (&tail)[R][M]) {
+  const int64_t chunks = x.k / kBlock;
+  for (int r = 0; r < R; ++r) {
+    float offset[2] = {0, 0};
+    const __m256 scale = chunk_scale<T>(rows[r], c, offset);
+    const __m256i codes = VnniDot::weights<T>(rows[r], c);
+    for (int i = 0; i < M; ++i) {
+      const __m256 p = _mm256_cvtepi32_ps(VnniDot::dot(codes, VnniDot::load_x<T>(x, i, c)));
+      const float* hs = x.half_sums + (i * chunks + c) * 2;
+      tail[r][i] = hsum(_mm256_mul_ps(p, scale)) * x.d[i * chunks + c] + offset[0] * hs[0] + offset[1] * hs[1];
+    }
+  }
+}
+
 // Weight rows [begin, end) against the M rows of x, blocks two at a time (lanes 0-7 block
-// c, lanes 8-15 block c + 1), for formats in blocks of 32. An odd last block goes through
-// the 256-bit loop.
+// c, lanes 8-15 block c + 1), for formats in blocks of 32; R weight rows per pass.
 template <DType T, int M>
 void pair_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin, int64_t end,
                       const float* bias, float* y, int64_t ldy) {
-  constexpr int R = M == 1 ? 4 : M == 2 ? 2 : 1;
+  constexpr int R = M <= 2 ? 4 : 2;
   constexpr bool kOffsets = format_has_offsets(T);
-  const int64_t chunks = x.k / kBlock, paired = chunks / 2 * 2;
+  const int64_t chunks = x.k / kBlock, pairs = chunks / 2;
+  const XPair* xp = x_pairs<T>(x, pairs);
   for (int64_t j0 = begin; j0 < end; j0 += R) {
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = w + std::min(j0 + r, end - 1) * row_bytes;
     __m512 acc[R][M];
-    float off[R][M];
+    float off[R][M], tail[R][M] = {};
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps(), off[r][i] = 0.0f;
-    for (int64_t c = 0; c < paired; c += 2) {
-      __m512i xv[M], start[M];
-      __m512 dx[M];
-      for (int i = 0; i < M; ++i) {
-        xv[i] = _mm512_loadu_si512(x.q + i * x.k + c * kBlock);
-        start[i] = code_bias<T>() == 0 ? _mm512_setzero_si512()
-                                       : _mm512_slli_epi32(_mm512_loadu_si512(x.neg_half_lanes + (i * chunks + c) * 8),
-                                                           code_bias_shift<T>());
-        const float* d = x.d + i * chunks + c;
-        dx[i] = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1);
-      }
+    for (int64_t p = 0; p < pairs; ++p) {
+      const int64_t c = 2 * p;
       for (int r = 0; r < R; ++r) {
+        // 2 KB ahead in the weight stream (rows are consecutive): keeps enough loads in
+        // flight to run at the memory's speed; a prefetch past the end never faults.
+        _mm_prefetch(reinterpret_cast<const char*>(rows[r] + c * block_info_bytes(T) + 2048), _MM_HINT_T0);
         const __m512 scale = pair_scales<T>(rows[r], c);
         const __m512i codes = _mm512_inserti64x4(_mm512_zextsi256_si512(chunk_unsigned_codes<T>(rows[r], c)),
                                                  chunk_unsigned_codes<T>(rows[r], c + 1), 1);
@@ -90,8 +130,9 @@ void pair_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_by
           offset[1] = f16_at(rows[r] + (c + 1) * block_info_bytes(T) + 2);
         }
         for (int i = 0; i < M; ++i) {
-          const __m512i p = _mm512_dpbusd_epi32(start[i], codes, xv[i]);
-          acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(scale, dx[i]), acc[r][i]);
+          const XPair& xv = xp[i * pairs + p];
+          const __m512i sums = _mm512_dpbusd_epi32(xv.start, codes, xv.q);
+          acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(scale, xv.d), acc[r][i]);
           if constexpr (kOffsets) {
             const float* hs = x.half_sums + (i * chunks + c) * 2;
             off[r][i] += offset[0] * (hs[0] + hs[1]) + offset[1] * (hs[2] + hs[3]);
@@ -99,26 +140,16 @@ void pair_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_by
         }
       }
     }
-    float tail[R][M] = {};
-    for (int64_t c = paired; c < chunks; ++c) {  // an odd last block, on its own
-      for (int r = 0; r < R; ++r) {
-        float offset[2] = {0, 0};
-        const __m256 scale = chunk_scale<T>(rows[r], c, offset);
-        const __m256i codes = VnniDot::weights<T>(rows[r], c);
-        for (int i = 0; i < M; ++i) {
-          const __m256 p = _mm256_cvtepi32_ps(VnniDot::dot(codes, VnniDot::load_x<T>(x, i, c)));
-          const float* hs = x.half_sums + (i * chunks + c) * 2;
-          tail[r][i] = hsum(_mm256_mul_ps(p, scale)) * x.d[i * chunks + c] + offset[0] * hs[0] + offset[1] * hs[1];
-        }
-      }
-    }
+    if (2 * pairs < chunks) odd_block<T, R, M>(x, rows, chunks - 1, tail);
     if constexpr (R == 4) {
-      if (j0 + R <= end) {  // four rows' sums in one vector
-        __m512 sums[4] = {acc[0][0], acc[1][0], acc[2][0], acc[3][0]};
-        __m128 v = _mm_add_ps(reduce4(sums), _mm_setr_ps(off[0][0] + tail[0][0], off[1][0] + tail[1][0],
-                                                         off[2][0] + tail[2][0], off[3][0] + tail[3][0]));
-        if (bias) v = _mm_add_ps(v, _mm_loadu_ps(bias + j0));
-        _mm_storeu_ps(y + j0, v);
+      if (j0 + R <= end) {  // four rows' sums in one vector per row of x
+        for (int i = 0; i < M; ++i) {
+          __m512 sums[4] = {acc[0][i], acc[1][i], acc[2][i], acc[3][i]};
+          __m128 v = _mm_add_ps(reduce4(sums), _mm_setr_ps(off[0][i] + tail[0][i], off[1][i] + tail[1][i],
+                                                           off[2][i] + tail[2][i], off[3][i] + tail[3][i]));
+          if (bias) v = _mm_add_ps(v, _mm_loadu_ps(bias + j0));
+          _mm_storeu_ps(y + i * ldy + j0, v);
+        }
         continue;
       }
     }

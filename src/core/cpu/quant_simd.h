@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "core/cpu/quant_chunk.h"
 
@@ -150,6 +151,16 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
   constexpr int R = M == 1 ? 4 : M == 2 ? 2 : 1;
   constexpr bool kOffsets = format_has_offsets(T);
   const int64_t chunks = x.k / kBlock;
+  // The activations as Dot takes them, built once per call and shared by all weight rows.
+  struct XEntry {
+    typename Dot::XChunk chunk;
+    __m256 d;
+  };
+  thread_local std::vector<XEntry> xs;
+  xs.resize(static_cast<size_t>(chunks * M));
+  for (int i = 0; i < M; ++i)
+    for (int64_t c = 0; c < chunks; ++c)
+      xs[i * chunks + c] = {Dot::template load_x<T>(x, i, c), _mm256_set1_ps(x.d[i * chunks + c])};
   for (int64_t j0 = begin; j0 < end; j0 += R) {
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = w + std::min(j0 + r, end - 1) * row_bytes;
@@ -159,11 +170,11 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
       for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps(), off[r][i] = 0.0f;
     SuperScales supers[block_elems_of(T) == kSuper ? R : 1];
     for (int64_t c = 0; c < chunks; ++c) {
-      typename Dot::XChunk xs[M];
-      __m256 dx[M];
-      for (int i = 0; i < M; ++i)
-        xs[i] = Dot::template load_x<T>(x, i, c), dx[i] = _mm256_broadcast_ss(x.d + i * chunks + c);
       for (int r = 0; r < R; ++r) {
+        // 2 KB ahead in the weight stream (rows are consecutive): enough loads in flight to
+        // run at the memory's speed; a prefetch past the end never faults.
+        const size_t at = c * block_info_bytes(T) / block_elems_of(T) * kBlock;
+        if (c % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(rows[r] + at + 2048), _MM_HINT_T0);
         const auto wc = Dot::template weights<T>(rows[r], c);
         float offset[2] = {0, 0};
         __m256 scale;
@@ -176,7 +187,8 @@ void rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, 
           scale = chunk_scale<T>(rows[r], c, offset);
         }
         for (int i = 0; i < M; ++i) {
-          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Dot::dot(wc, xs[i])), _mm256_mul_ps(scale, dx[i]), acc[r][i]);
+          const XEntry& e = xs[i * chunks + c];
+          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Dot::dot(wc, e.chunk)), _mm256_mul_ps(scale, e.d), acc[r][i]);
           if constexpr (kOffsets) {
             const float* hs = x.half_sums + (i * chunks + c) * 2;
             off[r][i] += offset[0] * hs[0] + offset[1] * hs[1];
