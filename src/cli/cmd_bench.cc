@@ -60,7 +60,7 @@ StepBytes decoder_step_bytes(const Checkpoint& ckpt, DType cross_kv) {
       b.weights += static_cast<double>(ckpt.weights.get(name).nbytes());
   }
   const HParams& hp = ckpt.hparams;
-  b.cross_kv = 2.0 * hp.n_text_layer * hp.n_audio_ctx * hp.n_text_state * static_cast<double>(dtype_size(cross_kv));
+  b.cross_kv = 2.0 * hp.n_text_layer * hp.n_audio_ctx * static_cast<double>(dtype_nbytes(cross_kv, hp.n_text_state));
   return b;
 }
 

@@ -32,7 +32,8 @@ DType storage_for(const std::string& name, const Shape& shape, DType stored, con
 }  // namespace
 
 const char* compute_type_choices() {
-  return "auto, f32, f16, bf16, int8, int8_float32, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k, q3_k, q4_k, q5_k, q6_k";
+  return "auto, f32, f16, bf16, int8, int8_float16, int8_float32, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k, q3_k, q4_k, "
+         "q5_k, q6_k";
 }
 
 ComputeType parse_compute_type(const std::string& name) {
@@ -51,15 +52,15 @@ ComputeType parse_compute_type(const std::string& name) {
     ct.name = "bf16";
     ct.cpu = false;
   } else if (name == "int8" || name == "int8_float16" || name == "int8_float32") {
-    ct.name = name == "int8_float32" ? name : "int8";
+    ct.name = name;
     ct.weights = DType::Q8_0;
-    ct.cross_kv = name == "int8_float32" ? DType::F32 : DType::F16;
+    ct.cross_kv = name == "int8_float32" ? DType::F32 : name == "int8_float16" ? DType::F16 : DType::Q8_0;
     ct.gpu = false;
   } else if (auto q = quant::parse_name(name)) {
     ct.name = quant::block_info(*q).name;
     ct.weights = *q;
     ct.requantize = true;
-    ct.cross_kv = DType::F16;
+    ct.cross_kv = DType::Q8_0;
     ct.gpu = false;
   } else {
     refuse("unknown compute type '" + name + "': use " + compute_type_choices());
@@ -76,8 +77,8 @@ void check_compute_type(const ComputeType& ct, Device device) {
 
 ComputeType resolve_compute_type(ComputeType ct, const Checkpoint& checkpoint, Device device) {
   check_compute_type(ct, device);
-  // A quantized checkpoint is run for speed: keep its cross-attention K/V in f16 too.
-  if (ct.name == "auto" && device == Device::Cpu && dtype_is_quantized(checkpoint.dtype)) ct.cross_kv = DType::F16;
+  // A quantized checkpoint is run for speed: keep its cross-attention K/V in q8_0 too.
+  if (ct.name == "auto" && device == Device::Cpu && dtype_is_quantized(checkpoint.dtype)) ct.cross_kv = DType::Q8_0;
   return ct;
 }
 

@@ -1,15 +1,16 @@
 // --compute-type: how a checkpoint's weights are held and multiplied on a device.
 //
-//   auto          weights as stored (quantized ggml files run quantized); fp32 arithmetic
+//   auto          weights as stored (quantized ggml files run quantized, with q8_0 cross K/V)
 //   f32           every weight widened to fp32 storage or kept f16/bf16, fp32 arithmetic: the
 //                 reference path (a quantized file is dequantized at load)
 //   f16, bf16     the GPU's half-precision modes (on the CPU: f16 weights and cross K/V)
 //   int8          8-bit weights: float 2-D weights become q8_0 at load (per block of 32,
-//                 fp16 scale), integer dot products, cross-attention K/V in f16
-//   int8_float32  int8 with the cross-attention K/V kept in fp32
+//                 fp16 scale), integer dot products; cross-attention K/V in q8_0 too
+//   int8_float16, int8_float32
+//                 int8 with the cross-attention K/V kept in f16 / fp32
 //   q8_0, q5_0, q5_1, q4_0, q4_1, q2_k … q6_k
 //                 float 2-D weights quantized at load to that ggml type (whisper-quantize's
-//                 rule: positional embeddings, 1-D and 3-D tensors stay), cross K/V in f16
+//                 rule: positional embeddings, 1-D and 3-D tensors stay), cross K/V in q8_0
 #pragma once
 
 #include <memory>

@@ -39,7 +39,7 @@ PY
 check "int8 WER within 0.5 points of f32" $?
 
 out=$("$hark" bench --model synthetic:tiny --compute-type int8 --threads 2 --runs 1 --tokens 2 2>&1)
-printf '%s' "$out" | grep -q "compute type int8 (weights q8_0, cross K/V f16)"
+printf '%s' "$out" | grep -q "compute type int8 (weights q8_0, cross K/V q8_0)"
 check "bench prints the compute type" $?
 printf '%s' "$out" | grep -q "step reads"
 check "bench prints the step's memory floor" $?

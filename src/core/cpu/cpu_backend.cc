@@ -7,17 +7,19 @@
 #include <vector>
 
 #include "core/cpu/attention_half.h"
+#include "core/cpu/attention_q8.h"
 #include "core/cpu/gemm.h"
 #include "core/cpu/gemv_half.h"
 #include "core/cpu/quant_gemm.h"
 #include "core/cpu/vector_math.h"
+#include "core/quant_format.h"
 
 namespace hark {
 
 CpuBackend::CpuBackend(int threads, DType cross_kv)
     : pool_(threads > 0 ? threads : hardware_threads()), cross_kv_(cross_kv) {
-  if (cross_kv != DType::F32 && cross_kv != DType::F16)
-    throw Error(ErrorCode::InvalidArgument, std::string("[cpu] cross-attention K/V are kept in f32 or f16, not ") +
+  if (cross_kv != DType::F32 && cross_kv != DType::F16 && cross_kv != DType::Q8_0)
+    throw Error(ErrorCode::InvalidArgument, std::string("[cpu] cross-attention K/V are kept in f32, f16 or q8_0, not ") +
                                                 dtype_name(cross_kv));
 }
 
@@ -129,6 +131,13 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, in
                       n_heads, causal, causal_offset, out.data<float>(), weights ? weights->data<float>() : nullptr);
     return;
   }
+  if (k.dtype() == DType::Q8_0 && v.dtype() == DType::Q8_0 && q.dim(0) <= kQ8AttentionMaxRows &&
+      attention_q8_supported(q.dim(1) / n_heads)) {
+    attention_q8_kv(pool_, q.data<float>(), q.dim(0), static_cast<const uint8_t*>(k.raw()),
+                    static_cast<const uint8_t*>(v.raw()), k.dim(0), q.dim(1), n_heads, causal, causal_offset,
+                    out.data<float>(), weights ? weights->data<float>() : nullptr);
+    return;
+  }
   if (k.dtype() != DType::F32 || v.dtype() != DType::F32) {  // longer queries: widen once, then sgemm
     const Tensor kf = k.to_f32(), vf = v.to_f32();
     attention(q, kf, vf, n_heads, causal, causal_offset, out, weights);
@@ -193,6 +202,14 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
     std::memcpy(dst.raw(), src.raw(), src.nbytes());
   } else if (dst.dtype() == DType::F32) {
     convert_to_f32(src.raw(), src.dtype(), dst.data<float>(), src.numel());
+  } else if (src.dtype() == DType::F32 && dtype_is_quantized(dst.dtype())) {
+    const int64_t row = src.dim(-1), rows = src.numel() / row;
+    const size_t row_bytes = dtype_nbytes(dst.dtype(), row);
+    pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        quant::quantize_row(dst.dtype(), src.data<float>() + r * row, static_cast<uint8_t*>(dst.raw()) + r * row_bytes,
+                            row);
+    }, 16);
   } else if (src.dtype() == DType::F32 && dst.dtype() == DType::F16) {
     const float* s = src.data<float>();
     uint16_t* d = dst.data<uint16_t>();

@@ -122,6 +122,12 @@ void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const 
     panel_products(pool, x, m, k, w, bias, y);
 }
 
+void quant_dot_serial(const float* x, int64_t k, DType dtype, const uint8_t* w, size_t row_bytes, int64_t n, float* y) {
+  thread_local ActivationBuffers buffers;
+  const quant::ActivationBlocks xq = buffers.quantize(x, 1, k);
+  current_isa().dot_rows(dtype, xq, w, row_bytes, 0, n, nullptr, y, n);
+}
+
 const char* quant_isa() { return current_isa().name; }
 
 bool set_quant_isa(const std::string& name) {

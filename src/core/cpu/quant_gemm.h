@@ -22,6 +22,10 @@ constexpr int64_t kQuantGemvMaxRows = 8;
 void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
                   float* y);
 
+// y[j] = x · w_j for the n rows w_j of k values, `row_bytes` apart, on the calling thread
+// (attention scores over q8_0 keys, each row a head's blocks of a key).
+void quant_dot_serial(const float* x, int64_t k, DType dtype, const uint8_t* w, size_t row_bytes, int64_t n, float* y);
+
 // The instruction set the integer kernels run on: "avx512-vnni", "avx2" or "scalar".
 const char* quant_isa();
 // Selects one explicitly (tests, benchmarks); false when this CPU cannot run it.
