@@ -71,7 +71,7 @@ void attention_q8_kv(ThreadPool& pool, const float* q, int64_t tq, const uint8_t
   const int64_t hd = d / n_heads;
   const size_t row_bytes = dtype_nbytes(DType::Q8_0, d), head_bytes = dtype_nbytes(DType::Q8_0, hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // One task per (head, query row), as attention_half_kv.
+  // One task per (head, query row), as attention_rows.
   pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scores;
     if (scores.size() < static_cast<size_t>(tk)) scores.resize(tk);

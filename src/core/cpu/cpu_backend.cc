@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/cpu/attention_half.h"
+#include "core/cpu/attention_rows.h"
 #include "core/cpu/attention_q8.h"
 #include "core/cpu/gemm.h"
 #include "core/cpu/gemv_half.h"
@@ -125,10 +125,10 @@ void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int s
 
 void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
                            int64_t causal_offset, Tensor& out, Tensor* weights) {
-  if (k.dtype() == DType::F16 && v.dtype() == DType::F16 && q.dim(0) <= kHalfAttentionMaxRows &&
-      attention_half_supported(q.dim(1) / n_heads)) {
-    attention_half_kv(pool_, q.data<float>(), q.dim(0), k.data<uint16_t>(), v.data<uint16_t>(), k.dim(0), q.dim(1),
-                      n_heads, causal, causal_offset, out.data<float>(), weights ? weights->data<float>() : nullptr);
+  const bool f32_or_f16 = k.dtype() == v.dtype() && (k.dtype() == DType::F32 || k.dtype() == DType::F16);
+  if (f32_or_f16 && q.dim(0) <= kAttentionRowsMax && attention_rows_supported(q.dim(1) / n_heads)) {
+    attention_rows(pool_, q.data<float>(), q.dim(0), k.raw(), v.raw(), k.dtype(), k.dim(0), q.dim(1), n_heads, causal,
+                   causal_offset, out.data<float>(), weights ? weights->data<float>() : nullptr);
     return;
   }
   if (k.dtype() == DType::Q8_0 && v.dtype() == DType::Q8_0 && q.dim(0) <= kQ8AttentionMaxRows &&

@@ -1,4 +1,4 @@
-#include "core/cpu/attention_half.h"
+#include "core/cpu/attention_rows.h"
 
 #include <immintrin.h>
 
@@ -18,10 +18,12 @@
 namespace hark {
 namespace {
 
+inline float value(float x) { return x; }
+inline float value(uint16_t h) { return half_to_float(h); }
+
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-inline __m256 load_half8(const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 
 // Sums of each of 8 vectors, as one vector.
 inline __m256 reduce8(const __m256* a) {
@@ -34,14 +36,16 @@ inline __m256 reduce8(const __m256* a) {
 // One head's slice of a K or V row lies `d` values after the previous row's: a stride
 // beyond what the hardware prefetchers follow, so the loops fetch rows ahead themselves.
 constexpr int64_t kPrefetchRows = 48;
-inline void prefetch_slice(const uint16_t* p, int64_t hd) {
-  for (int64_t j = 0; j < hd; j += 32) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
+template <class E>
+inline void prefetch_slice(const E* p, int64_t hd) {
+  for (int64_t j = 0; j < hd; j += 64 / sizeof(E)) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
 }
 
 #if defined(__AVX512F__)
-inline __m512 load_half16(const uint16_t* p) {
+inline __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 // The 512-bit accumulators' halves added, so reduce8 can finish the sums.
 inline void fold8(const __m512* wide, __m256* narrow) {
   for (int u = 0; u < 8; ++u)
@@ -51,7 +55,8 @@ inline void fold8(const __m512* wide, __m256* narrow) {
 #endif
 
 // scores[t] = scale · q · K[t] over one head's hd columns of K (row stride d).
-void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+template <class E>
+void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
   int64_t t = 0;
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
@@ -61,7 +66,7 @@ void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64
       for (auto& a : acc) a = _mm512_setzero_ps();
       for (int64_t j = 0; j < hd; j += 16) {
         const __m512 qv = _mm512_loadu_ps(q + j);
-        for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(load_half16(k + (t + u) * d + j), qv, acc[u]);
+        for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(load16(k + (t + u) * d + j), qv, acc[u]);
       }
       __m256 folded[8];
       fold8(acc, folded);
@@ -75,19 +80,20 @@ void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64
     for (auto& a : acc) a = _mm256_setzero_ps();
     for (int64_t j = 0; j < hd; j += 8) {
       const __m256 qv = _mm256_loadu_ps(q + j);
-      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(load_half8(k + (t + u) * d + j), qv, acc[u]);
+      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(load8(k + (t + u) * d + j), qv, acc[u]);
     }
     _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(scale)));
   }
   for (; t < tk; ++t) {
     float s = 0;
-    for (int64_t j = 0; j < hd; ++j) s += q[j] * half_to_float(k[t * d + j]);
+    for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[t * d + j]);
     scores[t] = s * scale;
   }
 }
 
 // out[0, hd) = Σ_t p[t] · V[t] over one head's columns of V.
-void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+template <class E>
+void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
     for (int64_t j0 = 0; j0 < hd; j0 += 128) {
@@ -97,8 +103,8 @@ void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64
       for (int64_t t = 0; t < tk; ++t) {
         prefetch_slice(v + (t + kPrefetchRows) * d + j0, std::min<int64_t>(128, hd - j0));
         const __m512 pv = _mm512_set1_ps(p[t]);
-        const uint16_t* row = v + t * d + j0;
-        for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm512_fmadd_ps(load_half16(row + 16 * b), pv, acc[b]);
+        const E* row = v + t * d + j0;
+        for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm512_fmadd_ps(load16(row + 16 * b), pv, acc[b]);
       }
       for (int64_t b = 0; b < blocks; ++b) _mm512_storeu_ps(out + j0 + 16 * b, acc[b]);
     }
@@ -112,35 +118,40 @@ void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64
     for (int64_t t = 0; t < tk; ++t) {
       prefetch_slice(v + (t + kPrefetchRows) * d + j0, std::min<int64_t>(64, hd - j0));
       const __m256 pv = _mm256_set1_ps(p[t]);
-      const uint16_t* row = v + t * d + j0;
-      for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(load_half8(row + 8 * b), pv, acc[b]);
+      const E* row = v + t * d + j0;
+      for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(load8(row + 8 * b), pv, acc[b]);
     }
     for (int64_t b = 0; b < blocks; ++b) _mm256_storeu_ps(out + j0 + 8 * b, acc[b]);
   }
 }
 constexpr bool kVectorised = true;
 #else
-void head_scores(const float* q, const uint16_t* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+template <class E>
+void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
   for (int64_t t = 0; t < tk; ++t) {
     float s = 0;
-    for (int64_t j = 0; j < hd; ++j) s += q[j] * half_to_float(k[t * d + j]);
+    for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[t * d + j]);
     scores[t] = s * scale;
   }
 }
-void head_values(const float* p, const uint16_t* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+template <class E>
+void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
   for (int64_t j = 0; j < hd; ++j) out[j] = 0;
   for (int64_t t = 0; t < tk; ++t)
-    for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * half_to_float(v[t * d + j]);
+    for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * value(v[t * d + j]);
 }
 constexpr bool kVectorised = false;
 #endif
 
 }  // namespace
 
-bool attention_half_supported(int64_t head_dim) { return !kVectorised || head_dim % 8 == 0; }
+bool attention_rows_supported(int64_t head_dim) { return !kVectorised || head_dim % 8 == 0; }
 
-void attention_half_kv(ThreadPool& pool, const float* q, int64_t tq, const uint16_t* k, const uint16_t* v, int64_t tk,
-                       int64_t d, int n_heads, bool causal, int64_t causal_offset, float* out, float* weights) {
+namespace {
+
+template <class E>
+void attention_rows_of(ThreadPool& pool, const float* q, int64_t tq, const E* k, const E* v, int64_t tk, int64_t d,
+                       int n_heads, bool causal, int64_t causal_offset, float* out, float* weights) {
   const int64_t hd = d / n_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // One task per (head, query row): the K and V columns of a head are read once per row,
@@ -161,6 +172,19 @@ void attention_half_kv(ThreadPool& pool, const float* q, int64_t tq, const uint1
       head_values(scores.data(), v + h * hd, visible, d, hd, out + i * d + h * hd);
     }
   });
+}
+
+}  // namespace
+
+void attention_rows(ThreadPool& pool, const float* q, int64_t tq, const void* k, const void* v, DType kv_dtype,
+                    int64_t tk, int64_t d, int n_heads, bool causal, int64_t causal_offset, float* out,
+                    float* weights) {
+  if (kv_dtype == DType::F16)
+    attention_rows_of(pool, q, tq, static_cast<const uint16_t*>(k), static_cast<const uint16_t*>(v), tk, d, n_heads,
+                      causal, causal_offset, out, weights);
+  else
+    attention_rows_of(pool, q, tq, static_cast<const float*>(k), static_cast<const float*>(v), tk, d, n_heads, causal,
+                      causal_offset, out, weights);
 }
 
 }  // namespace hark
