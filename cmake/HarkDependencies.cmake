@@ -29,5 +29,9 @@ find_package(CLI11 CONFIG REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
 pkg_check_modules(FFTW3F REQUIRED IMPORTED_TARGET fftw3f)
-pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswresample libavutil)
+# The resampler (libswresample) is always used; the demuxers and decoders only with HARK_FFMPEG.
+pkg_check_modules(SWRESAMPLE REQUIRED IMPORTED_TARGET libswresample libavutil)
+if(HARK_FFMPEG)
+  pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswresample libavutil)
+endif()
 pkg_check_modules(PORTAUDIO IMPORTED_TARGET portaudio-2.0)

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
-fuzz_seconds=${HARK_FUZZ_SECONDS:-60}
+fuzz_seconds=${HARK_FUZZ_SECONDS:-30}
 
 echo "== release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHARK_BUILD_TESTS=ON -DHARK_BENCH=ON >/dev/null

@@ -53,8 +53,8 @@ struct EngineOptions {
   std::string device = "cpu";  // cpu | cuda | cuda:N | auto
   int threads = 0;           // 0 = all hardware threads
   // auto | f32 | f16 | bf16 | int8 | int8_float16 | int8_float32 | q8_0 | q5_0 | q5_1 | q4_0 | q4_1 |
-  // q2_k … q6_k
-  // (how the weights are held and multiplied; docs/models-formats.md)
+  // q2_k … q6_k: the activations (auto: f16 on a GPU, f32 on the CPU) and, on the CPU, the
+  // weights and caches (int8 and the ggml types: quantized; docs/models-formats.md)
   std::string compute_type = "auto";
 };
 

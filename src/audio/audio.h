@@ -26,6 +26,8 @@ struct AudioLimits {
 
 // Decodes a file (read whole, within limits.max_bytes) to 16 kHz mono float32.
 std::vector<float> decode_audio_file(const std::string& path, const AudioLimits& limits = {});
+// False when hark was built with -DHARK_FFMPEG=OFF: then only WAV files decode.
+bool audio_has_ffmpeg();
 // Decodes an in-memory upload. `name_hint` (a file name or extension) only helps FFmpeg's
 // format detection and error messages; the bytes decide.
 std::vector<float> decode_audio_memory(const void* data, size_t size, const AudioLimits& limits = {},

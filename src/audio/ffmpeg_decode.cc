@@ -294,3 +294,7 @@ DecodedAudio ffmpeg_decode(const uint8_t* data, size_t size, const AudioLimits& 
 }
 
 }  // namespace hark::audio_detail
+
+namespace hark {
+bool audio_has_ffmpeg() { return true; }
+}  // namespace hark

@@ -1,35 +1,53 @@
-// hark bench: times the stages of one 30 s window (mel, encoder, decoder per token) and
-// reports the real-time factor. Medians over --runs repetitions after one warm-up.
+// hark bench: times the stages of a 30 s window — mel, the encoder at several batch
+// sizes, the decoder step at batch 1 and 5 — and optionally a whole warm transcription of
+// a clip (greedy and beam 5) and the cold start. Medians over --runs repetitions after
+// warm-up; the device is synchronised inside every timed region. --json writes the
+// figures for scripts (scripts/device/run-all.sh).
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "audio/audio.h"
+#include "audio/mel.h"
 #include "cli/commands.h"
 #include "cli/compute_type.h"
 #include "cli/model_arg.h"
-#include "audio/audio.h"
-#include "audio/mel.h"
 #include "core/cpu/gemm.h"
 #include "core/cpu/mem_bandwidth.h"
 #include "core/cpu/quant_gemm.h"
 #include "model/compute_type.h"
 #include "model/whisper_model.h"
+#include "decode/logit_filters.h"
+#include "tokenizer/tokenizer.h"
+#include "transcribe/engine_factory.h"
+#include "transcribe/seek_loop.h"
 
 namespace hark::cli {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct BenchArgs {
   std::string model = "synthetic:tiny";
-  std::string clip;  // audio for the mel timing (default: 30 s of a synthetic signal)
+  std::string clip;  // audio for the mel timing and the end-to-end run
   std::string device = "cpu";
   std::string dtype = "f32";
   std::string compute_type = "auto";
+  std::string batches = "1";
+  std::string json;
   int threads = 0;
   int runs = 6;
   int tokens = 32;
+  int e2e_tokens = 0;  // > 0: cap each window's sampled tokens (synthetic weights never stop)
+  std::string language = "en";  // of the --e2e runs; "auto" detects it (one more encoder pass)
+  bool e2e = false;
 };
 
 double median(std::vector<double> v) {
@@ -37,16 +55,76 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
 template <class F>
 double time_ms(F&& f) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return ms_since(t0);
+}
+
+std::vector<int> parse_batches(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const int b = std::stoi(item);
+    if (b < 1 || b > 256) throw Error(ErrorCode::InvalidArgument, "[bench] batch sizes must be 1..256, got " + item);
+    out.push_back(b);
+  }
+  if (out.empty()) throw Error(ErrorCode::InvalidArgument, "[bench] --batches needs at least one size");
+  return out;
+}
+
+// Median ms per step of `rows` rows: a 4-token prompt first, then `step` (one token per
+// row) args.tokens times; the median over runs / 2 states.
+template <class Step>
+double step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args,
+               Step&& step) {
+  std::vector<double> medians;
+  for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
+    auto state = model.new_state(audio, rows);
+    std::vector<int32_t> start;
+    for (int i = 0; i < rows; ++i) start.insert(start.end(), {50258, 50259, 50359, 50363});
+    model.decode(*state, start, 4);
+    std::vector<double> per_token;
+    const std::vector<int32_t> tokens(rows, 400);
+    for (int t = 0; t < args.tokens; ++t) per_token.push_back(time_ms([&] { step(*state, tokens); }));
+    medians.push_back(median(per_token));
+  }
+  return median(medians);
+}
+
+double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+  return step_ms(model, audio, rows, args,
+                 [&](DecoderState& state, std::span<const int32_t> tokens) { model.decode(state, tokens, 1); });
+}
+
+// The same steps when the token is chosen next to the logits (decode_select: the GPU fast
+// path's greedy step, with the default filters and timestamp rules).
+double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+  const HParams& hp = model.hparams();
+  auto tokenizer = Tokenizer::for_vocab_size(hp.n_vocab);
+  const DecodingVocabulary vocab = make_decoding_vocabulary(*tokenizer, hp);
+  SelectionRules rules;
+  rules.eot = vocab.specials.eot;
+  rules.suppress_blank = true;
+  rules.blank = vocab.specials.space;
+  rules.blank.push_back(vocab.specials.eot);
+  rules.suppress = resolve_suppress_tokens({-1}, vocab.non_speech, vocab.specials);
+  rules.timestamps = true;
+  rules.timestamp_begin = vocab.specials.timestamp_begin;
+  rules.no_timestamps = vocab.specials.no_timestamps;
+  rules.max_initial_timestamp = 50;
+  const std::vector<SampledSummary> summaries(rows, SampledSummary{3, 400, 401, vocab.specials.timestamp_begin});
+  return step_ms(model, audio, rows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
+    model.decode_select(state, tokens, rules, summaries, 1);
+  });
 }
 
 // Bytes a batch-1 decoder step reads: every decoder weight it multiplies (the
-// cross-attention K/V projections run once per window, not per step), the token
-// embedding as the output projection, and every layer's cross-attention K/V.
+// cross-attention K/V projections run once per window, not per step), the token embedding
+// as the output projection, and every layer's cross-attention K/V.
 struct StepBytes {
   double weights = 0, cross_kv = 0;
 };
@@ -64,22 +142,43 @@ StepBytes decoder_step_bytes(const Checkpoint& ckpt, DType cross_kv) {
   return b;
 }
 
+// The memory floor of a batch-1 step: its bytes over the read bandwidth of a buffer of the
+// same size (cache-resident if it fits, DRAM if not), measured now, after the steps ran.
+void print_memory_floor(const Checkpoint& ckpt, const Backend& backend, double step_ms, nlohmann::json& out) {
+  const StepBytes step = decoder_step_bytes(ckpt, backend.cross_kv_dtype());
+  const double total = step.weights + step.cross_kv;
+  ThreadPool pool(backend.threads());
+  const double gbs = read_bandwidth_gbs(pool, static_cast<size_t>(total));
+  const double floor_ms = total / gbs / 1e6;
+  out["step_bytes"] = {{"weights", step.weights}, {"cross_kv", step.cross_kv}};
+  out["read_gb_per_s"] = gbs;
+  out["memory_floor_ms"] = floor_ms;
+  std::printf("step reads   %8.1f MB (weights %.1f + cross K/V %.1f), read bandwidth %.1f GB/s -> floor %.3f ms "
+              "(step = %.2f x floor)\n",
+              total / 1e6, step.weights / 1e6, step.cross_kv / 1e6, gbs, floor_ms, step_ms / floor_ms);
+}
+
 void run_bench(const BenchArgs& args) {
+  const auto start = Clock::now();
   auto ckpt = open_model_arg(args.model, args.dtype);
-  const Device device = device_of(args.device);
-  const ComputeType compute = resolve_compute_type(parse_compute_type(args.compute_type), *ckpt, device);
-  ckpt = apply_compute_type(ckpt, compute, device);
-  BackendOptions options;
-  options.threads = args.threads;
-  options.cross_kv = compute.cross_kv;
-  std::shared_ptr<Backend> backend = make_backend(args.device, options);
-  WhisperModel model(ckpt, backend);
-  const HParams& hp = model.hparams();
+  // The weights as the compute type holds them (int8 and the ggml types quantize at load).
+  const Device target = device_of(args.device);
+  const ComputeType compute = resolve_compute_type(compute_type_named(args.compute_type), *ckpt, target);
+  ckpt = apply_compute_type(ckpt, compute, target);
+  std::shared_ptr<Backend> backend = make_backend(
+      args.device, {.threads = args.threads, .compute_type = args.compute_type, .cross_kv = compute.cross_kv});
+  auto model = std::make_shared<WhisperModel>(ckpt, backend);
+  const double load_ms = ms_since(start);
+  const HParams& hp = model->hparams();
+  nlohmann::json out = {{"model", args.model}, {"size", hp.size_name()}, {"weights", dtype_name(ckpt->dtype)},
+                        {"backend", backend->name()}, {"compute_type", dtype_name(backend->act_dtype())},
+                        {"compute_type_name", compute.name}, {"cross_kv", dtype_name(backend->cross_kv_dtype())},
+                        {"threads", backend->threads()}};
   const bool cpu = backend->device() == Device::Cpu;
-  const std::string gemm = cpu ? std::string(" (GEMM: ") + gemm_library() + ", quantized: " + quant_isa() + ")" : "";
-  std::printf("model %s (%s, %s weights), compute type %s, backend %s%s, %d threads\n", args.model.c_str(),
-              hp.size_name().c_str(), dtype_name(ckpt->dtype), describe(compute, *ckpt).c_str(), backend->name().c_str(),
-              gemm.c_str(), backend->threads());
+  const std::string gemm = cpu ? std::string(", GEMM ") + gemm_library() + ", quantized " + quant_isa() : "";
+  std::printf("model %s (%s, %s weights), backend %s, compute type %s, activations %s%s, %d threads\n",
+              args.model.c_str(), hp.size_name().c_str(), dtype_name(ckpt->dtype), backend->name().c_str(),
+              describe(compute, *ckpt).c_str(), dtype_name(backend->act_dtype()), gemm.c_str(), backend->threads());
   // 30 s of audio: the clip (repeated or cut to 30 s) or a deterministic chirp.
   std::vector<float> samples;
   if (!args.clip.empty()) samples = decode_audio_file(args.clip);
@@ -93,37 +192,82 @@ void run_bench(const BenchArgs& args) {
     const double ms = time_ms([&] { mel = mel_window(log_mel_spectrogram(window, hp.n_mels), 0); });
     if (r > 0) mel_times.push_back(ms);  // the first run plans the FFT
   }
-  std::shared_ptr<const AudioContext> audio = model.prepare_audio(mel);  // warm-up
-  std::vector<double> enc, dec;
-  for (int r = 0; r < args.runs; ++r) enc.push_back(time_ms([&] { audio = model.prepare_audio(mel); }));
-  for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
-    auto state = model.new_state(audio);
-    std::vector<int32_t> start = {50258, 50259, 50359, 50363};
-    model.decode(*state, start, 4);
-    std::vector<double> per_token;
-    int32_t token = 400;
-    for (int t = 0; t < args.tokens; ++t)
-      per_token.push_back(time_ms([&] { model.decode(*state, std::span<const int32_t>(&token, 1), 1); }));
-    dec.push_back(median(per_token));
+  out["mel_ms"] = median(mel_times);
+  std::printf("mel          %8.2f ms / 30 s of audio (median of %d, CPU)\n", median(mel_times), args.runs);
+
+  std::shared_ptr<const AudioContext> audio;
+  for (int b : parse_batches(args.batches)) {
+    const std::vector<Tensor> mels(b, mel);
+    std::vector<std::shared_ptr<const AudioContext>> contexts = model->prepare_audio_batch(mels);  // warm-up
+    backend->synchronize();
+    std::vector<double> enc;
+    for (int r = 0; r < args.runs; ++r)
+      enc.push_back(time_ms([&] {
+        contexts = model->prepare_audio_batch(mels);
+        backend->synchronize();
+      }));
+    if (!audio) audio = contexts.front();
+    const double per_window = median(enc) / b;
+    out["encoder_ms_per_window"][std::to_string(b)] = per_window;
+    std::printf("encoder      %8.2f ms / 30 s window at batch %d (median of %d)\n", per_window, b, args.runs);
   }
-  const double enc_ms = median(enc), dec_ms = median(dec);
-  const double mel_ms = median(mel_times);
-  const double window_ms = mel_ms + enc_ms + dec_ms * args.tokens;
-  std::printf("mel          %8.1f ms / 30 s of audio (median of %d)\n", mel_ms, args.runs);
-  std::printf("encoder      %8.1f ms / 30 s window (median of %d)\n", enc_ms, args.runs);
-  std::printf("decoder      %8.2f ms / token (batch 1, median)\n", dec_ms);
+  for (int rows : {1, 5}) {
+    const double step = decoder_step_ms(*model, audio, rows, args);
+    out["decoder_ms_per_step"][std::to_string(rows)] = step;
+    std::printf("decoder      %8.3f ms / step at batch %d (median; logits to the host)\n", step, rows);
+    if (cpu && rows == 1) print_memory_floor(*ckpt, *backend, step, out);
+    if (model->selects_on_device()) {
+      const double select = select_step_ms(*model, audio, rows, args);
+      out["decoder_select_ms_per_step"][std::to_string(rows)] = select;
+      std::printf("decoder      %8.3f ms / step at batch %d (median; token chosen on the device)\n", select, rows);
+    }
+  }
+  const double window_ms = out["mel_ms"].get<double>() + out["encoder_ms_per_window"].begin()->get<double>() +
+                           out["decoder_ms_per_step"]["1"].get<double>() * args.tokens;
   std::printf("window total %8.1f ms for %d tokens  ->  real-time factor %.4f\n", window_ms, args.tokens,
               window_ms / 30000.0);
-  if (cpu) {
-    // The memory floor: a buffer the size of the step's reads, read at full speed.
-    const StepBytes step = decoder_step_bytes(*ckpt, compute.cross_kv);
-    const double total = step.weights + step.cross_kv;
-    ThreadPool pool(backend->threads());
-    const double gbs = read_bandwidth_gbs(pool, static_cast<size_t>(total));
-    std::printf("step reads   %8.1f MB (weights %.1f + cross K/V %.1f), read bandwidth %.1f GB/s -> floor %.2f ms "
-                "(step = %.2f x floor)\n",
-                total / 1e6, step.weights / 1e6, step.cross_kv / 1e6, gbs, total / gbs / 1e6,
-                dec_ms / (total / gbs / 1e6));
+
+  if (args.e2e) {
+    if (samples.empty()) throw Error(ErrorCode::InvalidArgument, "[bench] --e2e needs --clip FILE");
+    auto engine = make_engine(ckpt, backend);
+    for (int beam : {0, 5}) {
+      TranscribeOptions options;
+      options.temperatures = {0.0f};
+      options.beam_size = beam;
+      options.sample_len = args.e2e_tokens;
+      if (args.language != "auto") options.language = args.language;
+      std::vector<double> times;
+      size_t tokens = 0;
+      Timings parts;
+      for (int r = 0; r <= args.runs; ++r) {
+        // Decoding the file is part of the measured work, as for a request.
+        const double ms = time_ms([&] {
+          const std::vector<float> clip = decode_audio_file(args.clip);
+          const Transcript t = engine->transcribe(clip, options);
+          parts = t.timings;
+          tokens = 0;
+          for (const Segment& s : t.segments) tokens += s.tokens.size();
+        });
+        if (r == 0 && beam == 0) {
+          out["cold_start_ms"] = {{"load", load_ms}, {"first_transcription", ms}};
+          std::printf("cold start   %8.1f ms load + %.1f ms first transcription\n", load_ms, ms);
+        }
+        if (r > 0) times.push_back(ms);
+      }
+      const std::string key = beam ? "e2e_beam5_ms" : "e2e_greedy_ms";
+      out[key] = median(times);
+      out[key + "_tokens"] = tokens;
+      out[key + "_parts"] = {{"mel", parts.mel_ms}, {"encode", parts.encode_ms}, {"decode", parts.decode_ms}};
+      std::printf("end to end   %8.2f ms for %.1f s of audio, %s, %zu tokens, language %s (warm, median of %d; "
+                  "last run: mel %.2f, encoder %.2f, decoding %.2f ms)\n",
+                  median(times), samples.size() / 16000.0, beam ? "beam 5" : "greedy", tokens, args.language.c_str(),
+                  args.runs, parts.mel_ms, parts.encode_ms, parts.decode_ms);
+    }
+  }
+  if (!args.json.empty()) {
+    std::ofstream f(args.json);
+    f << out.dump(2) << "\n";
+    if (!f) throw Error(ErrorCode::Io, "[bench] cannot write " + args.json);
   }
 }
 
@@ -131,16 +275,24 @@ void run_bench(const BenchArgs& args) {
 
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  auto* cmd = app.add_subcommand("bench", "Time the encoder and decoder on one 30 s window");
+  auto* cmd = app.add_subcommand("bench", "Time the mel, encoder and decoder on 30 s windows (and a whole clip)");
   cmd->add_option("--model,-m", args->model, "Checkpoint path, or synthetic:SIZE for seeded random weights")
       ->capture_default_str();
-  cmd->add_option("--clip", args->clip, "Audio file for the mel timing (first 30 s, looped if shorter)");
+  cmd->add_option("--clip", args->clip, "Audio file for the mel timing (first 30 s, looped if shorter) and --e2e");
   cmd->add_option("--device", args->device, "cpu | cuda | cuda:N | auto")->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "Weight storage for synthetic models: f32 | f16 | bf16")->capture_default_str();
   add_compute_type_option(cmd, args->compute_type);
+  cmd->add_option("--batches", args->batches, "Encoder batch sizes to time, e.g. 1,8,32")->capture_default_str();
   cmd->add_option("--threads,-t", args->threads, "Worker threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--runs", args->runs, "Timed repetitions (median reported)")->capture_default_str();
-  cmd->add_option("--tokens", args->tokens, "Decoder steps to time")->capture_default_str();
+  cmd->add_option("--runs", args->runs, "Timed repetitions (median reported)")->capture_default_str()->check(
+      CLI::Range(1, 1000));
+  cmd->add_option("--tokens", args->tokens, "Decoder steps to time")->capture_default_str()->check(CLI::Range(1, 400));
+  cmd->add_flag("--e2e", args->e2e, "Also time whole warm transcriptions of --clip (greedy and beam 5) and the cold start");
+  cmd->add_option("--e2e-tokens", args->e2e_tokens, "Most tokens sampled per window in --e2e (0 = the model's default)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 224));
+  cmd->add_option("--language", args->language, "Language of the --e2e runs (auto: detect it)")->capture_default_str();
+  cmd->add_option("--json", args->json, "Write the figures to this JSON file");
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -1,9 +1,11 @@
 // hark serve [MODEL]: the OpenAI-compatible transcription server (src/serve/). This file
 // maps flags onto ServerOptions, wires the real model loader and audio decoder, and turns
-// SIGINT/SIGTERM into a drain.
+// SIGINT/SIGTERM into a drain (a second signal cuts it short).
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -15,6 +17,7 @@
 #include "hark/error.h"
 #include "hub/discovery.h"
 #include "hub/resolve.h"
+#include "serve/device_list.h"
 #include "serve/server.h"
 
 namespace hark::cli {
@@ -29,9 +32,37 @@ extern "C" void on_stop_signal(int sig) {
   [[maybe_unused]] auto n = write(g_signal_pipe[1], &byte, 1);
 }
 
+// Exit status when --drain-timeout expired and accepted requests were cancelled
+// (EX_TEMPFAIL: the work can be sent again). docs/deploy.md lists it.
+constexpr int kExitDrainTimedOut = 75;
+// A cancelled job stops at its next 30 s window; if the process still has not stopped
+// this long after the drain timeout, it exits anyway.
+constexpr double kHardExitGraceSec = 20;
+
+// Ends the process when a drain outlives its bound (a job stuck in the engine).
+class DrainWatchdog {
+ public:
+  void arm(double seconds) {
+    deadline_ms_ = now_ms() + static_cast<int64_t>(seconds * 1000);
+    if (started_.exchange(true)) return;
+    std::thread([this] {
+      while (now_ms() < deadline_ms_) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::fprintf(stderr, "hark: the drain did not end in time; exiting with status %d\n", kExitDrainTimedOut);
+      std::_Exit(kExitDrainTimedOut);
+    }).detach();
+  }
+
+ private:
+  static int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  std::atomic<int64_t> deadline_ms_{0};
+  std::atomic<bool> started_{false};
+};
+
 struct ServeFlags {
   std::string model;
-  std::string device = "auto";
+  std::string device = "auto";  // one device, or a GPU list (parsed, not served yet)
   int threads = 0;
   std::string compute_type = "auto";
   double max_upload_mb = 100;
@@ -68,7 +99,40 @@ serve::AudioDecoder audio_decoder(double max_audio_sec, size_t max_bytes) {
   };
 }
 
+// One device for now: several GPUs in one process (one engine worker each) are parsed and
+// validated here, but the worker pool is not built yet (docs/deploy.md, "Several GPUs").
+std::string single_device(const std::string& text) {
+  auto selection = serve::parse_device_selection(text);
+  if (selection.several())
+    throw Error(ErrorCode::Unavailable,
+                "[serve] --device " + text + ": one engine worker per GPU in one process is not available yet; run one "
+                "`hark serve --device cuda:N --port P --instance-id ID` per GPU behind nginx (docs/deploy.md)");
+  return selection.devices.front();
+}
+
+// Waits for SIGINT/SIGTERM: the first starts the drain, the second ends it now.
+void handle_signals(serve::Server& server, double drain_timeout, serve::DrainReport& report, std::thread& drainer) {
+  static DrainWatchdog watchdog;
+  for (int received = 0;;) {
+    char sig = 0;
+    if (read(g_signal_pipe[0], &sig, 1) < 0) continue;  // EINTR
+    if (sig == 0) return;                                 // the server stopped
+    const char* name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (++received == 1) {
+      std::fprintf(stderr, "hark: %s received; draining: new work gets 503, accepted work has %g s to finish (send it again to stop sooner)\n",
+                   name, drain_timeout);
+      watchdog.arm(drain_timeout + kHardExitGraceSec);
+      drainer = std::thread([&] { report = server.stop(); });
+    } else {
+      std::fprintf(stderr, "hark: second %s; cancelling the remaining work\n", name);
+      watchdog.arm(kHardExitGraceSec);
+      server.expire_drain();
+    }
+  }
+}
+
 void run_server(ServeFlags flags) {
+  flags.device = single_device(flags.device);
   check_compute_type_for_device(flags.compute_type, flags.device);
   if (flags.model.empty()) flags.model = default_model();
   auto& o = flags.server;
@@ -87,18 +151,21 @@ void run_server(ServeFlags flags) {
   serve::ServerDeps deps{engine_factory(flags), audio_decoder(o.max_audio_sec, o.max_upload_bytes)};
   serve::Server server(o, deps);
   int port = server.start();
-  std::fprintf(stderr, "hark: serving %s on http://%s:%d (Ctrl-C drains and stops)\n", o.model_name.c_str(),
-               o.host.c_str(), port);
-  std::thread signal_thread([&] {
-    char sig = 0;
-    while (read(g_signal_pipe[0], &sig, 1) < 0) {}  // retry after EINTR
-    if (sig != 0)
-      std::fprintf(stderr, "hark: %s received; finishing in-flight requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    server.stop();
-  });
+  std::fprintf(stderr, "hark: serving %s on http://%s:%d as instance %s (Ctrl-C drains and stops)\n",
+               o.model_name.c_str(), o.host.c_str(), port, server.instance_id().c_str());
+  serve::DrainReport report;
+  std::thread drainer;
+  std::thread signal_thread([&] { handle_signals(server, o.drain_timeout_sec, report, drainer); });
   server.wait();
-  on_stop_signal(0);  // wakes the signal thread if something else stopped the server
+  on_stop_signal(0);  // wakes the signal thread
   signal_thread.join();
+  if (drainer.joinable()) drainer.join();
+  if (report.cancelled > 0) {
+    std::fprintf(stderr, "hark: --drain-timeout expired; %zu request(s) were cancelled with 503 drain_timeout\n",
+                 report.cancelled);
+    throw CLI::RuntimeError(kExitDrainTimedOut);
+  }
+  std::fprintf(stderr, "hark: drained in %.1f s\n", report.seconds);
 }
 
 }  // namespace
@@ -111,7 +178,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", o.host, "address to bind (127.0.0.1 = this machine only)")->capture_default_str();
   cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health (or $HARK_API_KEY)");
-  cmd->add_option("--device", flags->device, "cpu | cuda | cuda:N | auto")->capture_default_str();
+  cmd->add_option("--device", flags->device, "cpu | cuda | cuda:N | auto (GPU lists cuda:0,cuda:1 / cuda:all: planned)")
+      ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "compute threads for the engine (0 = all cores)")->capture_default_str();
   add_compute_type_option(cmd, flags->compute_type);
   cmd->add_option("--http-threads", o.http_threads, "connections served at once")->capture_default_str()->check(CLI::Range(2, 1024));
@@ -125,6 +193,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--idle-unload", o.residency.idle_unload_sec, "page the weights out after this many idle seconds")
       ->capture_default_str();
   cmd->add_flag("--resident", o.residency.resident, "load at start and never page the weights out");
+  cmd->add_option("--instance-id,--route-key", o.instance_id,
+                  "routing key in session ids and the x-hark-instance header (default: <host>-<port>)");
+  cmd->add_option("--drain-timeout", o.drain_timeout_sec,
+                  "on SIGTERM, seconds accepted work may take before it is cancelled")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-format", o.log_format, "text | json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--log-level", o.log_level, "off | error | warn | info | debug")->capture_default_str()
       ->check(CLI::IsMember({"off", "error", "warn", "info", "debug"}));

@@ -1,6 +1,7 @@
 // hark transcribe FILE... --model M: every decoding option of the reference's CLI, one
 // Engine for all files, output files per --format in --output-dir (or stdout), and a
-// progress bar on a terminal.
+// progress bar on a terminal. --manifest LIST --shard K/N runs a share of an archive
+// (batch.h, manifest.h).
 #include <unistd.h>
 
 #include <cmath>
@@ -13,8 +14,10 @@
 #include <vector>
 
 #include "audio/audio.h"
+#include "cli/batch.h"
 #include "cli/commands.h"
 #include "cli/compute_type.h"
+#include "cli/manifest.h"
 #include "hark/engine.h"
 #include "hark/error.h"
 #include "hub/resolve.h"
@@ -39,6 +42,8 @@ struct TranscribeArgs {
   std::string format = "txt";
   std::string output_dir;
   bool no_progress = false;
+  std::string manifest, shard;
+  bool resume = false;
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -122,13 +127,14 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
+std::vector<OutputFormat> output_formats(const std::string& format) {
+  if (format == "all")
+    return {OutputFormat::Txt, OutputFormat::VerboseJson, OutputFormat::Srt, OutputFormat::Vtt, OutputFormat::Tsv};
+  return {parse_output_format(format)};
+}
+
 void write_outputs(const TranscribeArgs& a, const std::string& file, const Transcript& t) {
-  std::vector<OutputFormat> formats;
-  if (a.format == "all")
-    formats = {OutputFormat::Txt, OutputFormat::VerboseJson, OutputFormat::Srt, OutputFormat::Vtt, OutputFormat::Tsv};
-  else
-    formats = {parse_output_format(a.format)};
-  for (OutputFormat f : formats) {
+  for (OutputFormat f : output_formats(a.format)) {
     const std::string body = format_transcript(t, f);
     if (a.output_dir.empty()) {
       std::fwrite(body.data(), 1, body.size(), stdout);
@@ -143,9 +149,38 @@ void write_outputs(const TranscribeArgs& a, const std::string& file, const Trans
   }
 }
 
+// --manifest: this shard's share of the list, failures logged and skipped, a summary at
+// the end; the exit status is kExitSomeFilesFailed when a file failed.
+void run_manifest(TranscribeArgs& a) {
+  if (!a.files.empty()) throw Error(ErrorCode::InvalidArgument, "[cli] give audio files or --manifest, not both");
+  if (a.output_dir.empty())
+    throw Error(ErrorCode::InvalidArgument, "[cli] --manifest needs --output-dir (outputs mirror the input paths there)");
+  const Shard shard = a.shard.empty() ? Shard{} : parse_shard(a.shard);
+  BatchOptions options;
+  options.output_dir = a.output_dir;
+  options.formats = output_formats(a.format);
+  options.resume = a.resume;
+  options.shard_label = std::to_string(shard.index) + "/" + std::to_string(shard.count);
+  const auto inputs = shard_entries(read_manifest_file(a.manifest), shard);
+  std::unique_ptr<Engine> engine;
+  BatchCallbacks callbacks;
+  callbacks.prepare = [&] {
+    a.engine.model = resolve_model(a.engine.model);
+    engine = Engine::open(a.engine);
+  };
+  callbacks.transcribe = [&](const std::string& file) { return engine->transcribe(decode_audio_file(file), a.options); };
+  callbacks.log = [](const std::string& line) { std::fprintf(stderr, "hark: %s\n", line.c_str()); };
+  BatchSummary summary = run_batch(inputs, options, callbacks);
+  if (summary.failed > 0) throw CLI::RuntimeError(kExitSomeFilesFailed);
+}
+
 void run(TranscribeArgs& a) {
   finish_options(a);
   if (a.format != "all") parse_output_format(a.format);  // fail before loading the model
+  if (!a.manifest.empty()) return run_manifest(a);
+  if (!a.shard.empty() || a.resume)
+    throw Error(ErrorCode::InvalidArgument, "[cli] --shard and --resume work with --manifest LIST");
+  if (a.files.empty()) throw Error(ErrorCode::InvalidArgument, "[cli] no audio files given (or --manifest LIST)");
   if (a.format == "all" && a.output_dir.empty())
     throw Error(ErrorCode::InvalidArgument, "[cli] --format all needs --output-dir");
   check_compute_type_for_device(a.engine.compute_type, a.engine.device);
@@ -169,7 +204,7 @@ void add_transcribe_command(CLI::App& app) {
   auto a = std::make_shared<TranscribeArgs>();
   TranscribeOptions& o = a->options;
   auto* cmd = app.add_subcommand("transcribe", "Transcribe (or translate) audio files with a Whisper checkpoint");
-  cmd->add_option("files", a->files, "Audio files (WAV, or anything FFmpeg decodes)")->required();
+  cmd->add_option("files", a->files, "Audio files (WAV, or anything FFmpeg decodes)");
   cmd->add_option("--model,-m", a->engine.model, "Checkpoint folder/file, repo id or short name")->required();
   cmd->add_option("--device", a->engine.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   cmd->add_option("--threads", a->engine.threads, "CPU threads (0 = all)")->capture_default_str();
@@ -216,6 +251,10 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--format,-f", a->format, "txt, json, verbose_json, srt, vtt, tsv or all")->capture_default_str();
   cmd->add_option("--output-dir,-o", a->output_dir, "Write <name>.<ext> files here instead of stdout");
   cmd->add_flag("--no-progress", a->no_progress, "No progress bar even on a terminal");
+  cmd->add_option("--manifest", a->manifest,
+                  "Text file of audio paths, one a line, # comments ('-' = stdin); needs --output-dir");
+  cmd->add_option("--shard", a->shard, "With --manifest: take share K of N (K = 0..N-1), e.g. 3/16");
+  cmd->add_flag("--resume", a->resume, "With --manifest: skip files whose outputs all exist");
   cmd->callback([a] { run(*a); });
 }
 

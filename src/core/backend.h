@@ -1,10 +1,13 @@
 // The one interface every compute kernel sits behind. Model code calls these methods
 // (through the checked front ends in core/ops.h) and so is written once for the CPU and
 // CUDA backends. All tensors are contiguous and row-major. Activations live on the
-// backend's device; weights are passed as the checkpoint's host tensors (any float
-// dtype) and each backend keeps its own resident copy, made on first use.
+// backend's device in its activation dtype (fp32 on the CPU; fp32, fp16 or bf16 on CUDA);
+// weights are passed as the checkpoint's host tensors (any float dtype) and each backend
+// keeps its own resident copy, made on first use.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -13,6 +16,22 @@
 
 namespace hark {
 
+// What a linear layer does with its product before storing it.
+enum class Epilogue : uint8_t {
+  None,      // y = x·wᵀ + b
+  Gelu,      // y = gelu(x·wᵀ + b)
+  Residual,  // y += x·wᵀ + b (y holds the residual stream on entry)
+};
+
+// The rows of a packed K/V buffer that one attention call reads: row r of sequence s is
+// row s·rows_per_seq + r of `kv`, whose columns hold several [rows, d] blocks side by side;
+// K starts at column k_col and V at v_col.
+struct PackedKV {
+  const Tensor* kv = nullptr;
+  int64_t rows_per_seq = 0;
+  int64_t k_col = 0, v_col = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -20,25 +39,47 @@ class Backend {
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
   virtual int threads() const = 0;
+  // The dtype this backend keeps activations in.
+  virtual DType act_dtype() const { return DType::F32; }
 
-  // A new uninitialised fp32 tensor on this backend's device.
-  virtual Tensor alloc(const Shape& shape, DType dtype = DType::F32) = 0;
+  // A new uninitialised tensor on this backend's device.
+  virtual Tensor alloc(const Shape& shape, DType dtype) = 0;
+  // A host tensor that asynchronous copies may read or write (page-locked on CUDA).
+  virtual Tensor alloc_host(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype); }
 
-  // y[M, N] = x[M, K] · w[N, K]ᵀ (+ bias[N]). w may be stored as f32, f16 or bf16;
-  // arithmetic is fp32.
-  virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) = 0;
+  // y[M, N] = x[M, K] · w[N, K]ᵀ (+ bias[N]), then the epilogue. w may be stored as f32,
+  // f16 or bf16. y is in the activation dtype, or f32 (logits) when the caller asks so.
+  virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) = 0;
+
+  // Several products of one input written side by side: y[M, Σ Nᵢ] = x · [w₀; w₁; …]ᵀ
+  // (+ [b₀; b₁; …], a null bias being zeros). Backends that can, run one GEMM.
+  virtual void linear_packed(const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                             Tensor& y) = 0;
 
   // y = (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension.
   virtual void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) = 0;
 
+  // A layer norm and the product it feeds: y = epilogue(layer_norm(x)·wᵀ + b), or the
+  // packed form. By default the two ops in turn; CUDA fuses them for the decoder's
+  // few-row steps (one launch instead of two, per norm, per layer, per token).
+  virtual void norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                           const Tensor* bias, Tensor& y, Epilogue epilogue);
+  virtual void norm_linear_packed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                  std::span<const Tensor* const> ws, std::span<const Tensor* const> biases, Tensor& y);
+
   // x = x · Φ(x) in place (exact, erf-based GELU as in the reference).
   virtual void gelu(Tensor& x) = 0;
 
-  // x += y, where y has x's shape or is one row broadcast over x's rows.
+  // x += y, where y has x's shape or is one row broadcast over x's rows (y may be a weight).
   virtual void add(Tensor& x, const Tensor& y) = 0;
 
   // y[Cout, Tout] = conv1d(x[Cin, T], w[Cout, Cin, K]) + b[Cout], zero padding on both sides.
   virtual void conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, Tensor& y) = 0;
+
+  // The encoder's convolutions in time-major layout: y[Tout, Cout] = gelu(conv1d(x) + b)
+  // for x[T, Cin] (time-major too).
+  virtual void conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
+                                      Tensor& y) = 0;
 
   // Multi-head scaled dot-product attention for one sequence: q[Tq, D], k and v [Tk, D],
   // D = n_heads · head_dim, out[Tq, D]. With `causal`, query i sees keys [0, i + offset].
@@ -46,40 +87,105 @@ class Backend {
   virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
                          int64_t causal_offset, Tensor& out, Tensor* weights) = 0;
 
-  // out[i, :] = table[ids[i], :] (+ positions[first_position + i, :] when given).
-  virtual void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,
-                         int64_t first_position, Tensor& out) = 0;
+  // Non-causal self-attention of `batch` sequences from packed projections:
+  // qkv[batch·T, 3D] (Q, K, V side by side), out[batch·T, D].
+  virtual void self_attention(const Tensor& qkv, int batch, int n_heads, Tensor& out) = 0;
+
+  // The decoder's causal self-attention over its KV cache. qkv[B·n_new, 3D] holds the
+  // projections of n_new new tokens per row; cache_k/cache_v are [B·n_ctx, D]; lengths[B]
+  // (i32, on the device) counts each row's cached tokens. Appends the new K/V at each row's
+  // length, then attends query i of row b to keys [0, lengths[b] + i]. Does not change
+  // `lengths`.
+  virtual void cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new,
+                                int n_heads, Tensor& out) = 0;
+
+  // Cross-attention of the decoder: q[B·n_new, D]; row b reads sequence row_seq[b] (i32 on
+  // the device; row_seq_host is the same on the host) of `kv`. When `weights` is given
+  // (host or device, f32) it receives the softmax weights [B, n_heads, n_new, Tk].
+  virtual void cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
+                               std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor& out,
+                               Tensor* weights) = 0;
+
+  // out[b·n_new + i, :] = table[ids[b·n_new + i], :] + positions[lengths[b] + i, :], with
+  // ids and lengths i32 tensors on the device.
+  virtual void embedding(const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths,
+                         int n_new, Tensor& out) = 0;
 
   // Copies src into dst (same element count), converting the dtype when they differ.
-  // Both live on this backend's device.
+  // Either may live on the host; returns once dst may be read.
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // Like copy (same dtype) but queued: host tensors must come from alloc_host(), and the
+  // copy is done at the next synchronize(). Allowed inside replay().
+  virtual void copy_async(const Tensor& src, Tensor& dst) { copy(src, dst); }
 
   // y[C, R] = x[R, C]ᵀ.
   virtual void transpose(const Tensor& x, Tensor& y) = 0;
+
+  // Beam bookkeeping on caches of `rows_per_seq` rows per sequence: sequence i of each
+  // cache becomes old sequence source[i], of which the first lengths[i] rows are kept.
+  virtual void gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
+                                std::span<const int> lengths) = 0;
+
+  // The k best tokens of each row of logits [rows, vocab] (f32) after the logit filters
+  // that `spec` describes (i32, core/token_select.h), with their log-probabilities:
+  // out is i32 [rows, k, 2] (token, float bits). All three live on this device.
+  virtual void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) = 0;
+  // Whether decoding should choose tokens with select_tokens (next to the logits) rather
+  // than bring every row's logits to the host: the GPU fast path. The fp32 reference paths
+  // keep the host filters, which compute the reference's double-precision sums.
+  virtual bool prefers_device_selection() const { return false; }
+
+  // The log10 mel energies of `samples` followed by `pad` zeros, before the clamp, as
+  // log_mel_unclamped (audio/mel.h) computes them: f32 [n_mels, (n + pad) / 160] on the
+  // host, for `filters` [n_mels, 201]. An undefined tensor where the backend leaves the
+  // front end to audio/ (the CPU, and the fp32 reference path on CUDA).
+  virtual Tensor log_mel(std::span<const float> samples, int64_t pad, const Tensor& filters) {
+    (void)samples, (void)pad, (void)filters;
+    return {};
+  }
 
   // A copy of a host tensor on this backend's device (the CPU backend returns it as is).
   virtual Tensor to_device(const Tensor& host) { return host; }
   // A host copy of a tensor on this device (waits for pending work).
   virtual Tensor to_host(const Tensor& t) { return t; }
 
+  // Runs `step`, a fixed sequence of the calls above, as one replayable unit. `key`
+  // identifies the step's shapes and buffers: a backend that records work (CUDA graphs)
+  // records the step on an early call and replays the record on later calls with the
+  // same key, so every input that changes between calls must be read from device
+  // buffers (written with copy_async inside the step), never passed as a value, and
+  // tensors allocated inside must not outlive it. The CPU backend just runs it.
+  virtual void replay(uint64_t key, const std::function<void()>& step) { (void)key, step(); }
+  // Forgets what replay() recorded under `key` (its buffers are going away).
+  virtual void forget_replay(uint64_t key) { (void)key; }
+  virtual bool records_replays() const { return false; }
+
   // Waits until all queued work on the device is done (no-op on the CPU).
   virtual void synchronize() {}
 
-  // The dtype cross-attention K/V are kept in (WhisperModel::prepare_audio); attention()
-  // then reads k and v in it.
-  virtual DType cross_kv_dtype() const { return DType::F32; }
+  // The dtype the cross-attention K/V are kept in (WhisperModel::prepare_audio_batch casts
+  // the packed K/V to it; cross_attention reads it): the activation dtype unless the
+  // backend stores them more compactly (the CPU's quantized compute types).
+  virtual DType cross_kv_dtype() const { return act_dtype(); }
 };
 
 struct BackendOptions {
-  int threads = 0;  // 0: all hardware threads
-  DType cross_kv = DType::F32;  // CPU: f32 or f16 storage of the cross-attention K/V (--compute-type)
+  int threads = 0;                   // CPU: 0 = all hardware threads
+  std::string compute_type = "auto";  // activations: auto (f16 on a GPU, f32 on the CPU), f32, f16, bf16; the
+                                      // CPU also takes int8 and the ggml types (fp32 activations)
+  DType cross_kv = DType::F32;        // CPU: storage of the cross-attention K/V (f32, f16 or q8_0)
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
 bool cuda_available();
-std::unique_ptr<Backend> make_cuda_backend(int device_index);
+std::unique_ptr<Backend> make_cuda_backend(int device_index, const BackendOptions& options = {});
 
 // "cpu", "cuda", "cuda:N" or "auto" (CUDA when a GPU is present, else CPU).
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options);
+
+// "f32" | "f16" | "bf16" | "auto" → the activation dtype on `device` (auto: f16 on a GPU,
+// f32 on the CPU); int8 and the ggml types (model/compute_type.h) → f32 on the CPU.
+// Throws InvalidArgument naming the choices, or when the device cannot run the type.
+DType parse_compute_type(const std::string& name, Device device);
 
 }  // namespace hark

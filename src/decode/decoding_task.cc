@@ -25,6 +25,11 @@ std::vector<int> python_tail(const std::vector<int>& tokens, int n) {
 
 }  // namespace
 
+std::vector<TokenChoice> Inference::step_select(std::span<const int32_t>, const SelectionRules&,
+                                                std::span<const SampledSummary>, int) {
+  throw Error(ErrorCode::Internal, "[decode] this inference cannot choose tokens itself");
+}
+
 double compression_ratio(const std::string& text) {
   if (text.empty()) return 0.0;
   uLongf bound = compressBound(static_cast<uLong>(text.size()));
@@ -100,16 +105,28 @@ void DecodingTask::build_initial_tokens() {
 
 void DecodingTask::build_filters() {
   const int begin = sample_begin();
-  if (options_.suppress_blank) filters_.push_back(std::make_unique<SuppressBlank>(vocab_.specials, begin));
-  if (!options_.suppress_tokens.empty())
-    filters_.push_back(std::make_unique<SuppressTokens>(
-        resolve_suppress_tokens(options_.suppress_tokens, vocab_.non_speech, vocab_.specials)));
+  const SpecialTokens& s = vocab_.specials;
+  selection_.eot = s.eot;
+  if (options_.suppress_blank) {
+    filters_.push_back(std::make_unique<SuppressBlank>(s, begin));
+    selection_.suppress_blank = true;
+    selection_.blank = s.space;
+    selection_.blank.push_back(s.eot);
+  }
+  if (!options_.suppress_tokens.empty()) {
+    selection_.suppress = resolve_suppress_tokens(options_.suppress_tokens, vocab_.non_speech, s);
+    filters_.push_back(std::make_unique<SuppressTokens>(selection_.suppress));
+  }
   if (!options_.without_timestamps) {
     const double precision = kChunkSeconds / vocab_.n_audio_ctx;  // 0.02 s per timestamp step
     std::optional<int> max_initial;
     if (options_.max_initial_timestamp && *options_.max_initial_timestamp != 0)
       max_initial = static_cast<int>(std::nearbyint(*options_.max_initial_timestamp / precision));
-    filters_.push_back(std::make_unique<ApplyTimestampRules>(vocab_.specials, begin, max_initial));
+    filters_.push_back(std::make_unique<ApplyTimestampRules>(s, begin, max_initial));
+    selection_.timestamps = true;
+    selection_.timestamp_begin = s.timestamp_begin;
+    selection_.no_timestamps = s.no_timestamps;
+    selection_.max_initial_timestamp = max_initial.value_or(-1);
   }
 }
 
@@ -179,9 +196,22 @@ DecodingResult DecodingTask::run(Inference& inference) {
     logits = inference.step(flatten_columns(tokens, head, initial_tokens_.size()),
                             static_cast<int>(initial_tokens_.size() - head));
 
+  // Greedy and beam search at T = 0 may choose next to the logits (the GPU fast path):
+  // then only k tokens per row come back instead of the vocabulary.
+  const bool select = options_.temperature == 0 && inference.can_select();
+  const int k = options_.beam_size > 0 ? options_.beam_size + 1 : 1;
   for (int i = 0; i < sample_len_; ++i) {
-    if (i > 0) logits = inference.step(flatten_columns(tokens, tokens[0].size() - 1, tokens[0].size()), 1);
-    StepResult step = filtered_step(filters_, *decoder, tokens, logits, sum_logprobs);
+    const std::vector<int32_t> last = flatten_columns(tokens, tokens[0].size() - 1, tokens[0].size());
+    StepResult step;
+    if (i > 0 && select) {
+      std::vector<SampledSummary> rows;
+      for (const auto& row : tokens)
+        rows.push_back(SampledSummary::of(std::span<const int>(row).subspan(sample_begin()), s.timestamp_begin));
+      step = decoder->update_choices(tokens, inference.step_select(last, selection_, rows, k), k, sum_logprobs);
+    } else {
+      if (i > 0) logits = inference.step(last, 1);
+      step = filtered_step(filters_, *decoder, tokens, logits, sum_logprobs);
+    }
     if (!step.source.empty()) inference.reorder(step.source);
     if (step.completed || static_cast<int>(tokens[0].size()) > vocab_.n_text_ctx) break;
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/token_select.h"
 #include "decode/logit_filters.h"
 #include "decode/special_tokens.h"
 #include "hark/options.h"
@@ -29,6 +30,13 @@ class Inference {
   virtual std::vector<float> step(std::span<const int32_t> tokens, int n_new) = 0;
   // Row i continues row source[i] (beam bookkeeping).
   virtual void reorder(std::span<const int> source) = 0;
+  // Whether step_select() may be used: the decoder chooses next to the logits (GPU fast
+  // path) instead of returning them.
+  virtual bool can_select() const { return false; }
+  // Appends one token to every row; returns each row's k best next tokens after the
+  // filters of `rules` with log-probabilities ([rows × k], best first).
+  virtual std::vector<TokenChoice> step_select(std::span<const int32_t> tokens, const SelectionRules& rules,
+                                               std::span<const SampledSummary> rows, int k);
 };
 
 // The options of one window, as the reference's DecodingOptions. 0 / empty = unset.
@@ -103,6 +111,7 @@ class DecodingTask {
   int n_group_ = 1;
   int sample_len_ = 0;
   std::vector<std::unique_ptr<LogitFilter>> filters_;
+  SelectionRules selection_;  // the same filters, for Inference::step_select
 };
 
 }  // namespace hark

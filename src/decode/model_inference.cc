@@ -15,6 +15,12 @@ std::vector<float> ModelInference::step(std::span<const int32_t> tokens, int n_n
   return model_.backend().to_host(logits).to_vector();
 }
 
+std::vector<TokenChoice> ModelInference::step_select(std::span<const int32_t> tokens, const SelectionRules& rules,
+                                                    std::span<const SampledSummary> rows, int k) {
+  if (!state_) throw Error(ErrorCode::Internal, "[decode] step_select() before begin()");
+  return model_.decode_select(*state_, tokens, rules, rows, k);
+}
+
 void ModelInference::reorder(std::span<const int> source) {
   if (!state_) throw Error(ErrorCode::Internal, "[decode] reorder() before begin()");
   model_.reorder(*state_, source);

@@ -16,6 +16,9 @@ class ModelInference : public Inference {
   void begin(int rows) override;
   std::vector<float> step(std::span<const int32_t> tokens, int n_new) override;
   void reorder(std::span<const int> source) override;
+  bool can_select() const override { return model_.selects_on_device(); }
+  std::vector<TokenChoice> step_select(std::span<const int32_t> tokens, const SelectionRules& rules,
+                                       std::span<const SampledSummary> rows, int k) override;
 
  private:
   WhisperModel& model_;

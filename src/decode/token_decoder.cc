@@ -92,6 +92,23 @@ StepResult GreedyDecoder::update(TokenRows& tokens, std::span<const float> logit
   return {completed, {}};
 }
 
+StepResult GreedyDecoder::update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
+                                         std::vector<double>& sum_logprobs) {
+  if (temperature_ != 0) throw Error(ErrorCode::Internal, "[decode] sampling needs the logits, not choices");
+  bool completed = true;
+  for (size_t r = 0; r < tokens.size(); ++r) {
+    const TokenChoice& best = choices[r * k];
+    int next = best.token;
+    if (tokens[r].back() == eot_)
+      next = eot_;
+    else
+      sum_logprobs[r] = static_cast<float>(sum_logprobs[r]) + best.logprob;
+    tokens[r].push_back(next);
+    completed = completed && next == eot_;
+  }
+  return {completed, {}};
+}
+
 std::vector<Candidate> GreedyDecoder::finalize(const TokenRows& tokens, const std::vector<double>& sum_logprobs) {
   std::vector<Candidate> out;
   for (size_t r = 0; r < tokens.size(); ++r) {
@@ -115,22 +132,35 @@ StepResult BeamSearchDecoder::update(TokenRows& tokens, std::span<const float> l
   const int rows = static_cast<int>(tokens.size());
   if (rows != beam_size_) throw Error(ErrorCode::Internal, "[decode] beam search got a row count other than beam_size");
   const size_t vocab = logits.size() / rows;
-  OrderedScores candidates;
+  const int k = std::min<int>(beam_size_ + 1, static_cast<int>(vocab));
+  std::vector<TokenChoice> choices;
   std::vector<float> logprobs;
   std::vector<int> order(vocab);
   for (int j = 0; j < rows; ++j) {
     log_softmax(logits.subspan(j * vocab, vocab), logprobs);
     // top (beam_size + 1) by log-probability; ties resolved by the lower id.
     std::iota(order.begin(), order.end(), 0);
-    const int k = std::min<int>(beam_size_ + 1, static_cast<int>(vocab));
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
       return logprobs[a] > logprobs[b] || (logprobs[a] == logprobs[b] && a < b);
     });
-    for (int c = 0; c < k; ++c) {
+    for (int c = 0; c < k; ++c) choices.push_back({order[c], logprobs[order[c]]});
+  }
+  return update_choices(tokens, choices, k, sum_logprobs);
+}
+
+StepResult BeamSearchDecoder::update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
+                                             std::vector<double>& sum_logprobs) {
+  const int rows = static_cast<int>(tokens.size());
+  if (rows != beam_size_) throw Error(ErrorCode::Internal, "[decode] beam search got a row count other than beam_size");
+  if (static_cast<int>(choices.size()) != rows * k) throw Error(ErrorCode::Internal, "[decode] beam choices size");
+  OrderedScores candidates;
+  for (int j = 0; j < rows; ++j) {
+    for (int c = 0; c < std::min(k, beam_size_ + 1); ++c) {
+      const TokenChoice& choice = choices[j * k + c];
       std::vector<int> sequence = tokens[j];
-      sequence.push_back(order[c]);
+      sequence.push_back(choice.token);
       // float32 addition, as the reference adds a float32 log-prob to a float32 sum.
-      const float score = static_cast<float>(sum_logprobs[j]) + logprobs[order[c]];
+      const float score = static_cast<float>(sum_logprobs[j]) + choice.logprob;
       candidates.put(std::move(sequence), score, j);
     }
   }

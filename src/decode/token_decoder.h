@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "core/token_select.h"
+
 namespace hark {
 
 using TokenRows = std::vector<std::vector<int>>;
@@ -31,6 +33,10 @@ class TokenDecoder {
   virtual void reset() {}
   // logits: [rows × n_vocab] after the filters. Appends one token to every row.
   virtual StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) = 0;
+  // The same step from each row's k best filtered tokens with their log-probabilities
+  // ([rows × k], best first; ties to the lower id), as the device chooses them.
+  virtual StepResult update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
+                                    std::vector<double>& sum_logprobs) = 0;
   // The candidates to rank once the loop stops.
   virtual std::vector<Candidate> finalize(const TokenRows& tokens, const std::vector<double>& sum_logprobs) = 0;
 };
@@ -41,6 +47,9 @@ class GreedyDecoder : public TokenDecoder {
  public:
   GreedyDecoder(float temperature, int eot, uint64_t seed);
   StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) override;
+  // Only at temperature 0 (the choice is the argmax).
+  StepResult update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
+                            std::vector<double>& sum_logprobs) override;
   std::vector<Candidate> finalize(const TokenRows& tokens, const std::vector<double>& sum_logprobs) override;
 
  private:
@@ -58,6 +67,9 @@ class BeamSearchDecoder : public TokenDecoder {
   BeamSearchDecoder(int beam_size, int eot, std::optional<float> patience);
   void reset() override { finished_.clear(); }
   StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) override;
+  // Needs k ≥ beam_size + 1 choices per row.
+  StepResult update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
+                            std::vector<double>& sum_logprobs) override;
   std::vector<Candidate> finalize(const TokenRows& tokens, const std::vector<double>& sum_logprobs) override;
   int max_candidates() const { return max_candidates_; }
 

@@ -23,10 +23,7 @@ DType storage_for(const std::string& name, const Shape& shape, DType stored, con
     const DType target = loaders::ggml_storage_dtype(name, shape, want);
     return dtype_is_quantized(target) ? target : (quantized ? DType::F16 : stored);
   }
-  if (quantized) return want;  // f32 / f16: widen
-  if (want == DType::F16 && stored == DType::F32)
-    return loaders::ggml_storage_dtype(name, shape, DType::F16);  // 2-D weights only, as ggml's f16 files
-  return stored;
+  return quantized ? want : stored;  // f32: the reference path widens quantized weights
 }
 
 }  // namespace
@@ -36,7 +33,7 @@ const char* compute_type_choices() {
          "q5_k, q6_k";
 }
 
-ComputeType parse_compute_type(const std::string& name) {
+ComputeType compute_type_named(const std::string& name) {
   ComputeType ct;
   ct.name = name;
   if (name == "auto" || name.empty()) {
@@ -44,12 +41,8 @@ ComputeType parse_compute_type(const std::string& name) {
   } else if (name == "f32" || name == "float32") {
     ct.name = "f32";
     ct.weights = DType::F32;
-  } else if (name == "f16" || name == "float16") {
-    ct.name = "f16";
-    ct.weights = DType::F16;
-    ct.cross_kv = DType::F16;
-  } else if (name == "bf16" || name == "bfloat16") {
-    ct.name = "bf16";
+  } else if (name == "f16" || name == "float16" || name == "bf16" || name == "bfloat16") {
+    ct.name = name[0] == 'b' ? "bf16" : "f16";  // the GPU's activation dtypes (core/backend.h)
     ct.cpu = false;
   } else if (name == "int8" || name == "int8_float16" || name == "int8_float32") {
     ct.name = name;
@@ -72,7 +65,7 @@ void check_compute_type(const ComputeType& ct, Device device) {
   if (device == Device::Cuda && !ct.gpu)
     refuse(ct.name + " runs on the CPU only (quantized kernels); on the GPU use auto, f32, f16 or bf16");
   if (device == Device::Cpu && !ct.cpu)
-    refuse(ct.name + " is a GPU compute type; on the CPU use auto, f32, f16, int8 or a ggml type such as q8_0");
+    refuse(ct.name + " is a GPU compute type; on the CPU use auto, f32, int8 or a ggml type such as q8_0");
 }
 
 ComputeType resolve_compute_type(ComputeType ct, const Checkpoint& checkpoint, Device device) {

@@ -1,9 +1,10 @@
-// --compute-type: how a checkpoint's weights are held and multiplied on a device.
+// --compute-type, for the weights and caches. (The activations' dtype, f32 / f16 / bf16,
+// is the backend's: parse_compute_type in core/backend.h.)
 //
 //   auto          weights as stored (quantized ggml files run quantized, with q8_0 cross K/V)
-//   f32           every weight widened to fp32 storage or kept f16/bf16, fp32 arithmetic: the
-//                 reference path (a quantized file is dequantized at load)
-//   f16, bf16     the GPU's half-precision modes (on the CPU: f16 weights and cross K/V)
+//   f32           fp32 arithmetic on the weights as stored, quantized ones widened to fp32 at
+//                 load: the reference path
+//   f16, bf16     the GPU's half-precision activations (weights as stored)
 //   int8          8-bit weights: float 2-D weights become q8_0 at load (per block of 32,
 //                 fp16 scale), integer dot products; cross-attention K/V in q8_0 too
 //   int8_float16, int8_float32
@@ -33,7 +34,7 @@ struct ComputeType {
 // Every accepted name, for --help and error messages.
 const char* compute_type_choices();
 // Throws InvalidArgument naming the choices.
-ComputeType parse_compute_type(const std::string& name);
+ComputeType compute_type_named(const std::string& name);
 // Throws InvalidArgument when `device` cannot run `ct` (before any model is loaded).
 void check_compute_type(const ComputeType& ct, Device device);
 // Fills what `auto` leaves open from the checkpoint and the device (checks it too).

@@ -9,6 +9,9 @@ void Server::Impl::install_info_routes() {
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(web_page_html(), "text/html; charset=utf-8");
   });
+  http.Get("/audio-worklet.js", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(web_worklet_js(), "text/javascript; charset=utf-8");
+  });
   http.Get("/v1", [this](const httplib::Request&, httplib::Response& res) {
     json index = {{"name", "hark"},
                   {"version", "0.1.0"},
@@ -17,7 +20,7 @@ void Server::Impl::install_info_routes() {
                    {"POST /v1/audio/transcriptions", "POST /v1/audio/translations", "POST /v1/audio/sessions",
                     "POST /v1/audio/sessions/{id}/audio", "POST /v1/audio/sessions/{id}/finish",
                     "DELETE /v1/audio/sessions/{id}", "POST /admin/transcription/unload", "GET /v1/models",
-                    "GET /health", "GET /stats", "GET /metrics", "GET /"}}};
+                    "GET /health", "GET /stats", "GET /metrics", "GET /", "GET /audio-worklet.js"}}};
     res.set_content(index.dump(), "application/json");
   });
   auto model_object = [this] {
@@ -36,7 +39,13 @@ void Server::Impl::install_info_routes() {
     res.set_content(model_object().dump(), "application/json");
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"status", "ok"}, {"model", options.model_name}, {"transcription", residency_json()}}.dump(),
+    // 503 while draining, so load balancers and readiness probes stop sending work here.
+    if (draining) res.status = 503;
+    res.set_content(json{{"status", draining ? "draining" : "ok"},
+                         {"instance", instance_id},
+                         {"model", options.model_name},
+                         {"transcription", residency_json()}}
+                        .dump(),
                     "application/json");
   });
   http.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
@@ -44,6 +53,8 @@ void Server::Impl::install_info_routes() {
     json stats = {
         {"server",
          {{"owner", "serve"},
+          {"instance", instance_id},
+          {"draining", draining.load()},
           {"model", options.model_name},
           {"started_at", std::chrono::duration_cast<std::chrono::seconds>(started_at.time_since_epoch()).count()},
           {"uptime_sec", uptime}}},

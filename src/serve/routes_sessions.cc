@@ -1,6 +1,8 @@
 // Streaming sessions: POST /v1/audio/sessions, POST …/{id}/audio, POST …/{id}/finish,
 // DELETE …/{id}. The HTTP thread decodes each chunk; feeding the StreamingRun (which
 // transcribes every completed 30 s window) happens on the engine worker.
+#include <cmath>
+
 #include "serve/render.h"
 #include "serve/server_impl.h"
 
@@ -16,7 +18,8 @@ ApiError finished_error(const std::string& id) {
 }
 
 ApiError closed_error(const std::string& id) {
-  return ApiError(404, "invalid_request_error", "session_not_found", "[serve] session '" + id + "' was closed");
+  return ApiError(404, "invalid_request_error", "session_not_found",
+                  "[serve] session '" + id + "' was closed (deleted, expired, or its server is shutting down)");
 }
 
 bool only_whitespace(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
@@ -26,6 +29,40 @@ json segments_so_far(const StreamingRun& run) {
   for (const auto& s : run.segments())
     out.push_back({{"id", s.id}, {"start", s.start}, {"end", s.end}, {"text", s.text}});
   return out;
+}
+
+// Sessions take the task from a "task" field ("transcribe" or "translate"), since they
+// have one route for both; the one-shot routes carry the task in their path instead.
+Task session_task(const std::string& body) {
+  auto parsed = json::parse(body, nullptr, false);
+  if (!parsed.is_object() || !parsed.contains("task")) return Task::Transcribe;
+  const json& task = parsed["task"];
+  if (task == "transcribe") return Task::Transcribe;
+  if (task == "translate") return Task::Translate;
+  throw bad_request("[serve] field 'task' must be transcribe or translate");
+}
+
+// Under a second of audio is at most a word or two, on which Whisper tends to invent a
+// sentence; the preview waits for more.
+constexpr size_t kMinPreviewSamples = 16000;
+
+bool wants_partial(const httplib::Request& req) {
+  if (!req.has_param("partial")) return false;
+  const std::string v = req.get_param_value("partial");
+  return v != "0" && v != "false";
+}
+
+// Text of the audio after the last final segment, from one greedy pass over it. Nothing
+// is committed: the next chunk may complete the window and finalize different text.
+std::string preview_text(Engine& engine, const Session& s) {
+  if (s.pending.samples.size() < kMinPreviewSamples) return "";
+  TranscribeOptions o = s.params.options;
+  o.temperatures = {0.0f};
+  o.beam_size = 0;
+  o.word_timestamps = false;
+  o.hallucination_silence_threshold.reset();
+  o.clip_timestamps.clear();
+  return engine.transcribe(s.pending.samples, o).text;
 }
 
 }  // namespace
@@ -47,13 +84,14 @@ void Server::Impl::install_session_routes() {
 
 void Server::Impl::open_session(const httplib::Request& req, httplib::Response& res,
                                 const httplib::ContentReader& reader) {
+  if (rejected_for_drain()) reject_for_drain(reader);
   std::string body = read_body(req, res, reader);
   TranscribeRequest params;
   if (!only_whitespace(body)) {
     if (media_type(original_content_type(req)) != "application/json")
       throw ApiError(415, "invalid_request_error", "unsupported_media_type",
                      "[serve] session parameters must be a JSON object (Content-Type: application/json)");
-    params = parse_json_request(body, Task::Transcribe, false);
+    params = parse_json_request(body, session_task(body), false);
   }
   if (params.format != ResponseFormat::Json && params.format != ResponseFormat::VerboseJson)
     throw bad_request("[serve] field 'response_format' of a session must be json or verbose_json");
@@ -86,16 +124,21 @@ void Server::Impl::feed_session(const httplib::Request& req, httplib::Response& 
   if (body.empty()) throw bad_request("[serve] empty audio chunk", "invalid_audio");
   auto samples = std::make_shared<std::vector<float>>(decode(body, "", original_content_type(req)));
   auto out = std::make_shared<json>();
+  const bool partial = wants_partial(req);
   auto fed = worker.submit(
-      [session, samples, out](JobContext&) {
+      [session, samples, out, partial](JobContext& ctx) {
         if (session->closed || !session->run) throw closed_error(session->id);
         if (session->finished) throw finished_error(session->id);
         session->run->feed(*samples);
         session->samples += samples->size();
+        session->pending.append(*samples);
+        if (!session->run->segments().empty())
+          session->pending.drop_before(static_cast<size_t>(std::llround(session->run->segments().back().end * 16000)));
         json segments = segments_so_far(*session->run);
         bool speech = !segments.empty() || session->params.options.vad == VadMode::Off;
         *out = {{"samples", session->samples}, {"duration", session->samples / 16000.0},
                 {"speech", speech}, {"segments", segments}};
+        if (partial) (*out)["partial"] = preview_text(ctx.engine(), *session);
       },
       {nullptr, false});
   fed.get();

@@ -107,6 +107,7 @@ void Server::Impl::install_transcribe_routes() {
       auto job = std::make_shared<TranscribeJob>();
       job->received_at = Clock::now();
       try {
+        if (rejected_for_drain()) reject_for_drain(reader);
         std::string body = read_body(req, res, reader);
         job->request = parse_transcribe_body(req, body, task);
         body.clear();
@@ -130,13 +131,15 @@ void Server::Impl::install_transcribe_routes() {
             }
           },
           {job->cancel, true});
+      track_job(job->cancel);
       if (job->request.stream) return stream_transcription(req, res, job, done);
       try {
         await_job(done, req, *job->cancel);
       } catch (...) {
-        auto error = to_api_error(std::current_exception());
-        if (job->cancel->load()) error = ApiError(kStatusClientClosed, "invalid_request_error", "client_closed_request",
-                                                  "[serve] the client closed the connection; the job was cancelled");
+        auto error = job_error(std::current_exception());
+        if (job->cancel->load() && error.code() != "drain_timeout")
+          error = ApiError(kStatusClientClosed, "invalid_request_error", "client_closed_request",
+                           "[serve] the client closed the connection; the job was cancelled");
         return send_error(res, error);
       }
       metrics.add_audio_seconds(job->transcript.duration);
@@ -166,7 +169,7 @@ void Server::Impl::stream_transcription(const httplib::Request& req, httplib::Re
       try {
         done.get();
       } catch (...) {
-        return send_error(res, to_api_error(std::current_exception()));
+        return send_error(res, job_error(std::current_exception()));
       }
       break;
     }
@@ -199,7 +202,7 @@ void Server::Impl::stream_transcription(const httplib::Request& req, httplib::Re
     }
     json last;
     if (job->error) {
-      auto e = to_api_error(job->error);
+      auto e = job_error(job->error);
       last = {{"type", "error"}, {"error", {{"message", e.what()}, {"type", e.type()}, {"code", e.code()}}}};
     } else {
       metrics.add_audio_seconds(job->transcript.duration);

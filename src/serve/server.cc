@@ -1,5 +1,8 @@
 #include "serve/server.h"
 
+#include <unistd.h>
+
+#include <cctype>
 #include <cstring>
 #include <thread>
 
@@ -35,6 +38,29 @@ std::shared_ptr<spdlog::logger> make_logger(const ServerOptions& o) {
   log->set_level(spdlog::level::from_str(o.log_level));
   return log;
 }
+
+// <short host name>-<port>: unique per instance on a host, and per pod in Kubernetes
+// (the host name is the pod name).
+std::string default_instance_id(int port) {
+  char host[256] = {};
+  std::string id;
+  if (gethostname(host, sizeof host - 1) == 0)
+    for (const char* c = host; *c && *c != '.' && id.size() < 24; ++c)
+      id += std::isalnum(static_cast<unsigned char>(*c)) ? static_cast<char>(std::tolower(*c)) : '-';
+  return (id.empty() ? std::string("hark") : id) + "-" + std::to_string(port);
+}
+
+void validate_instance_id(const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 32;
+  for (char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-');
+  if (!ok)
+    throw Error(ErrorCode::InvalidArgument, "[serve] --instance-id '" + id.substr(0, 64) +
+                                                "' must be 1-32 letters, digits or '-' (it becomes part of session ids)");
+}
+
+// Draining answers that invite a retry elsewhere (a closed session cannot be retried: its
+// client opens a new one).
+bool is_drain_error(const std::string& code) { return code == "server_draining" || code == "drain_timeout"; }
 
 }  // namespace
 
@@ -80,6 +106,8 @@ void Server::Impl::send_error(httplib::Response& res, const ApiError& error) con
   res.status = error.status();
   res.set_content(error_body(error), "application/json");
   if (error.status() == 401) res.set_header("WWW-Authenticate", "Bearer");
+  if (is_drain_error(error.code())) res.set_header("Retry-After", std::to_string(options.retry_after_sec));
+  if (error.code() == "server_draining" && !res.has_header("Connection")) res.set_header("Connection", "close");
 }
 
 std::string Server::Impl::read_body(const httplib::Request& req, httplib::Response& res,
@@ -153,6 +181,8 @@ void Server::Impl::install_routes() {
     t_request_started = std::chrono::steady_clock::now();
     t_request_open = true;
     ++in_flight;
+    admit_request(req);
+    res.set_header("x-hark-instance", instance_id);
     // cpp-httplib parses multipart bodies itself when it sees the type; hark parses them
     // (precise errors, fuzzable), so the type is moved aside before routing. The request
     // object is not const: httplib hands the same one to the handler.
@@ -164,7 +194,10 @@ void Server::Impl::install_routes() {
       mutable_req.headers.erase(kHiddenContentType);
       mutable_req.headers.emplace(kHiddenContentType, type);
     }
-    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    // The web page and its worklet hold no data: a browser loads them without a key and
+    // sends the key the user types with its API calls.
+    const bool public_route = req.path == "/health" || (req.method == "GET" && (req.path == "/" || req.path == "/audio-worklet.js"));
+    if (options.api_key.empty() || public_route) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     if (auth.compare(0, prefix.size(), prefix) == 0 && constant_time_equal(auth.substr(prefix.size()), options.api_key))
@@ -194,6 +227,7 @@ void Server::Impl::install_routes() {
     double ms = t_request_open ? ms_between(t_request_started, std::chrono::steady_clock::now()) : 0;
     if (t_request_open) --in_flight;
     t_request_open = false;
+    finish_request();
     metrics.observe_request(route_label(req.method, req.path), res.status, ms / 1000.0);
     if (res.status == kStatusClientClosed) metrics.count_cancelled();
     log_line("request", {{"method", req.method}, {"path", req.path}, {"status", res.status},
@@ -222,27 +256,10 @@ void Server::Impl::run_janitor() {
   }
 }
 
-void Server::Impl::drain() {
-  http.stop();  // no new connections; in-flight handlers finish first
-  if (listen_thread.joinable()) listen_thread.join();
-  {
-    std::lock_guard lock(stop_mutex);
-    stopping = true;
-  }
-  stop_cv.notify_all();
-  if (janitor_thread.joinable()) janitor_thread.join();
-  for (auto& s : sessions.take_all()) {
-    worker.submit([this, s](JobContext&) {
-      if (s->run) worker.unpin();
-      s->run.reset();
-    }, {nullptr, false});
-  }
-  worker.shutdown();
-}
-
 Server::Server(ServerOptions options, ServerDeps deps)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {
   auto& o = impl_->options;
+  if (!o.instance_id.empty()) validate_instance_id(o.instance_id);
   impl_->http.new_task_queue = [n = o.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   impl_->http.set_payload_max_length((o.max_upload_bytes + kMultipartOverheadBytes) * kDrainFactor);
   impl_->http.set_read_timeout(o.read_timeout_sec, 0);
@@ -259,9 +276,14 @@ int Server::start() {
     throw Error(ErrorCode::Unavailable, "[serve] cannot listen on " + o.host + ":" + std::to_string(o.port) +
                                             " (in use, or not an address of this machine); pick another --port/--host");
   impl_->bound_port = port;
+  impl_->instance_id = o.instance_id.empty() ? default_instance_id(port) : o.instance_id;
+  impl_->sessions.set_route_key(impl_->instance_id);
   impl_->listen_thread = std::thread([this] { impl_->http.listen_after_bind(); });
+  // httplib's stop() does nothing before the loop runs: a stop() right after start() would
+  // then wait on a listener that never ends.
+  for (int i = 0; i < 5000 && !impl_->http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   impl_->janitor_thread = std::thread([this] { impl_->run_janitor(); });
-  impl_->log_line("listening", {{"host", o.host}, {"port", port}, {"model", o.model_name}});
+  impl_->log_line("listening", {{"host", o.host}, {"port", port}, {"model", o.model_name}, {"instance", impl_->instance_id}});
   return port;
 }
 
@@ -270,19 +292,29 @@ void Server::wait() {
   impl_->stop_cv.wait(lock, [&] { return impl_->stopped; });
 }
 
-void Server::stop() {
+DrainReport Server::stop() {
   {
-    std::lock_guard lock(impl_->stop_mutex);
-    if (impl_->stopped) return;
+    std::unique_lock lock(impl_->stop_mutex);
+    if (impl_->drain_started) {  // another caller drains: wait for it
+      impl_->stop_cv.wait(lock, [&] { return impl_->stopped; });
+      return impl_->drain_report;
+    }
+    impl_->drain_started = true;
   }
-  impl_->drain();
+  DrainReport report = impl_->drain();
   {
     std::lock_guard lock(impl_->stop_mutex);
+    impl_->drain_report = report;
     impl_->stopped = true;
   }
   impl_->stop_cv.notify_all();
+  return report;
 }
 
+void Server::expire_drain() { impl_->expire_requested = true; }
+
 int Server::port() const { return impl_->bound_port; }
+
+std::string Server::instance_id() const { return impl_->instance_id; }
 
 }  // namespace hark::serve

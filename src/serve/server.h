@@ -33,6 +33,19 @@ struct ServerOptions {
   ResidencyOptions residency;
   std::string log_format = "text";  // text | json
   std::string log_level = "info";   // off | error | warn | info | debug
+  // Routing key put into session ids (sess_<id>_…) and the x-hark-instance header, so a
+  // proxy can send a session's calls to the instance that holds it. [A-Za-z0-9-], at most
+  // 32 characters; empty = <short host name>-<port>.
+  std::string instance_id;
+  double drain_timeout_sec = 60;  // stop(): accepted work may take this long, then it is cancelled
+  int retry_after_sec = 1;        // Retry-After on the 503s a draining server answers
+};
+
+// What a drain did: `cancelled` requests were still running when --drain-timeout expired
+// and were answered 503 drain_timeout instead of finishing.
+struct DrainReport {
+  size_t cancelled = 0;
+  double seconds = 0;
 };
 
 struct ServerDeps {
@@ -52,10 +65,18 @@ class Server {
   int start();
   // Blocks until stop() has been called and everything drained.
   void wait();
-  // Stops accepting connections, lets in-flight requests and queued jobs finish, then
-  // releases the engine. Safe to call from any thread, more than once.
-  void stop();
+  // Graceful drain: from now on new work is answered 503 with Retry-After and /health
+  // reports "draining" (503), open streaming sessions are closed, and the requests already
+  // accepted (queued and running jobs, SSE streams) finish. When drain_timeout_sec passes
+  // first, the remaining jobs are cancelled (503 drain_timeout). Then the listener and the
+  // engine are released. Blocks until done; safe to call from any thread, more than once
+  // (later calls wait for the first and return its report).
+  DrainReport stop();
+  // Ends a drain in progress now, as if its timeout had expired (a second Ctrl-C).
+  void expire_drain();
   int port() const;
+  // The routing key in use (the default is known once start() has bound the port).
+  std::string instance_id() const;
 
  private:
   struct Impl;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -34,11 +35,21 @@ struct Server::Impl {
   std::thread listen_thread, janitor_thread;
   std::atomic<int> bound_port{0};
   std::atomic<size_t> in_flight{0};
+  std::string instance_id;  // final once start() has bound the port
+
+  // Drain state (drain.cc). accepted_work counts requests that were let in to do work
+  // (transcriptions, sessions) and have not finished writing their response.
+  std::atomic<bool> draining{false}, drain_expired{false}, expire_requested{false};
+  std::atomic<size_t> accepted_work{0};
+  std::mutex running_mutex;
+  std::vector<std::weak_ptr<std::atomic<bool>>> running_jobs;  // cancel flags, for an expired drain
+  mutable std::atomic<size_t> drain_cancelled{0};  // requests answered drain_timeout
+  DrainReport drain_report;
   std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();
 
   std::mutex stop_mutex;
   std::condition_variable stop_cv;
-  bool stopping = false, stopped = false;
+  bool drain_started = false, stopping = false, stopped = false;
 
   void install_routes();
   void install_info_routes();
@@ -51,8 +62,22 @@ struct Server::Impl {
   void finish_session(const httplib::Request& req, httplib::Response& res);
   void delete_session(const httplib::Request& req, httplib::Response& res);
   void run_janitor();
-  void drain();
+  DrainReport drain();
 
+  // drain.cc: the pre-routing verdict on a work request, kept for its handler and logger.
+  void admit_request(const httplib::Request& req);
+  void finish_request();
+  bool rejected_for_drain() const;
+  // Reads and drops the body (so the client gets the answer, not a reset), then throws
+  // 503 server_draining.
+  [[noreturn]] void reject_for_drain(const httplib::ContentReader& reader) const;
+  void track_job(const std::shared_ptr<std::atomic<bool>>& cancel);
+  // A failed job's answer: a cancel caused by an expired drain is 503 drain_timeout, not 499.
+  ApiError job_error(std::exception_ptr error) const;
+  // False at the deadline, or (until_expired) once expire_drain() was called.
+  bool wait_for_accepted_work(std::chrono::steady_clock::time_point deadline, bool until_expired);
+  size_t cancel_running_jobs();
+  void close_sessions(const std::vector<std::shared_ptr<Session>>& closing);
   // Shared helpers for route handlers.
   std::string read_body(const httplib::Request& req, httplib::Response& res,
                         const httplib::ContentReader& reader) const;

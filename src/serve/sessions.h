@@ -17,6 +17,18 @@
 
 namespace hark::serve {
 
+// The audio after the last final segment: what a partial-text preview transcribes. It is
+// kept beside the StreamingRun (which holds the whole take but does not expose it) and
+// capped at one window, because a preview is one Whisper window.
+struct PendingAudio {
+  static constexpr size_t kMaxSamples = 30 * 16000;
+  std::vector<float> samples;
+  size_t start = 0;  // index of samples[0] in the whole take
+
+  void append(const std::vector<float>& chunk);
+  void drop_before(size_t take_index);  // once a segment up to take_index is final
+};
+
 struct Session {
   std::string id;
   TranscribeRequest params;
@@ -25,6 +37,7 @@ struct Session {
   std::atomic<bool> finished{false};  // finish ran; later audio/finish calls are 409 (read by HTTP threads)
   bool closed = false;    // deleted or expired; the run is gone
   size_t samples = 0;     // samples fed so far
+  PendingAudio pending;   // worker-thread state, for ?partial previews
   std::chrono::steady_clock::time_point last_activity;
 };
 
@@ -44,13 +57,24 @@ class SessionRegistry {
   size_t open_count() const;  // created and not finished
   void mark_finished(Session& s);
 
+  // New ids are sess_<key>_<random>, so a proxy can route a session to its instance.
+  void set_route_key(std::string key);
+  // The server is draining: every session is removed and returned (to be closed), and from
+  // now on get() answers 503 session_closed and create() 503 server_draining.
+  std::vector<std::shared_ptr<Session>> close_for_drain();
+
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   size_t max_open_;
   double idle_sec_;
+  std::string route_key_;
+  bool draining_ = false;
 };
 
-std::string random_session_id();
+// sess_<route_key>_<24 hex digits> (sess_<24 hex digits> without a key).
+std::string random_session_id(const std::string& route_key = "");
+// The key in a session id, or "" when it has none.
+std::string session_route_key(const std::string& id);
 
 }  // namespace hark::serve

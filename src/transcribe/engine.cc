@@ -25,8 +25,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 class WhisperEngine : public Engine {
  public:
-  WhisperEngine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend, double load_ms)
-      : checkpoint_(checkpoint), model_(checkpoint, std::move(backend)), load_ms_(load_ms) {
+  WhisperEngine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend, double load_ms,
+                std::string device = "")
+      : checkpoint_(checkpoint), model_(checkpoint, std::move(backend)), load_ms_(load_ms), device_(std::move(device)) {
     tokenizer_ = Tokenizer::for_vocab_size(checkpoint->hparams.n_vocab);
     vocab_ = make_decoding_vocabulary(*tokenizer_, checkpoint->hparams);
     // Converted official weights (MLX, ggml) lose their heads; trust the table for them.
@@ -67,7 +68,7 @@ class WhisperEngine : public Engine {
         vad.trimmed_end = w.end / 16000.0;
       }
     }
-    SeekStreamingRun run(context(), options, hooks);
+    SeekStreamingRun run(context(options), options, hooks);
     run.set_expected_seconds(audio.size() / 16000.0);
     if (!audio.empty()) run.use_clip_maximum(audio);
     run.feed(audio);
@@ -82,7 +83,7 @@ class WhisperEngine : public Engine {
 
   std::unique_ptr<StreamingRun> stream(const TranscribeOptions& options, const RunHooks& hooks) override {
     options.validate();
-    return std::make_unique<SeekStreamingRun>(context(), options, hooks);
+    return std::make_unique<SeekStreamingRun>(context(options), options, hooks);
   }
 
   std::string model_name() const override {
@@ -90,9 +91,23 @@ class WhisperEngine : public Engine {
   }
 
  private:
-  SeekLoopContext context() {
+  // The model a request runs on: the engine's own, or for `faithful` requests on a fast
+  // (16-bit) backend, a second copy on the same device in fp32 — the reference path.
+  WhisperModel& model_for(const TranscribeOptions& options) {
+    if (!options.faithful || model_.backend().act_dtype() == DType::F32) return model_;
+    if (!faithful_) {
+      BackendOptions bo;
+      bo.compute_type = "f32";
+      bo.threads = model_.backend().threads();
+      std::shared_ptr<Backend> backend = make_backend(device_.empty() ? "cpu" : device_, bo);
+      faithful_ = std::make_unique<WhisperModel>(checkpoint_, std::move(backend));
+    }
+    return *faithful_;
+  }
+
+  SeekLoopContext context(const TranscribeOptions& options) {
     SeekLoopContext ctx;
-    ctx.model = &model_;
+    ctx.model = &model_for(options);
     ctx.tokenizer = tokenizer_;
     ctx.vocab = vocab_;
     ctx.vocab.decode_text = [tok = tokenizer_](std::span<const int> t) { return tok->decode(t); };
@@ -122,6 +137,8 @@ class WhisperEngine : public Engine {
   std::shared_ptr<const Checkpoint> checkpoint_;
   WhisperModel model_;
   double load_ms_ = 0;
+  std::string device_;  // what the fp32 reference copy is made on (empty: the CPU)
+  std::unique_ptr<WhisperModel> faithful_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   DecodingVocabulary vocab_;
   AlignmentHeads heads_;
@@ -131,23 +148,29 @@ class WhisperEngine : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend) {
-  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), 0.0);
+  // "cuda:0 (f16)" → "cuda:0": where a faithful (fp32) copy would be made.
+  const std::string name = backend->name();
+  const std::string device = backend->device() == Device::Cuda ? name.substr(0, name.find(' ')) : "cpu";
+  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), 0.0, device);
 }
 
 std::unique_ptr<Engine> Engine::open(const EngineOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   if (options.model.empty()) throw Error(ErrorCode::InvalidArgument, "[engine] no model given; pass a checkpoint path");
-  ComputeType compute = parse_compute_type(options.compute_type);  // a bad name fails before the load
-  const Device device = device_of(options.device);
-  check_compute_type(compute, device);
+  ComputeType compute = compute_type_named(options.compute_type);  // a bad name fails before the load
+  const Device target = device_of(options.device);
+  check_compute_type(compute, target);
   auto checkpoint = load_checkpoint(options.model);
-  compute = resolve_compute_type(compute, *checkpoint, device);
-  checkpoint = apply_compute_type(checkpoint, compute, device);
+  compute = resolve_compute_type(compute, *checkpoint, target);
+  checkpoint = apply_compute_type(checkpoint, compute, target);
   BackendOptions bo;
   bo.threads = options.threads;
+  bo.compute_type = options.compute_type;
   bo.cross_kv = compute.cross_kv;
   std::shared_ptr<Backend> backend = make_backend(options.device, bo);
-  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), ms_since(t0));
+  const std::string device = backend->device() == Device::Cuda ? options.device == "auto" ? "cuda" : options.device
+                                                                : "cpu";
+  return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), ms_since(t0), device);
 }
 
 }  // namespace hark

@@ -1,5 +1,9 @@
 #include "transcribe/seek_loop.h"
 
+#include <chrono>
+#include <cstring>
+#include <utility>
+
 #include <algorithm>
 #include <cmath>
 
@@ -109,9 +113,22 @@ int SeekLoop::segment_size(int64_t content_frames) const {
   return static_cast<int>(std::min<int64_t>({kWindowFrames, content_frames - seek_, end - seek_}));
 }
 
+std::shared_ptr<const AudioContext> SeekLoop::encode(const Tensor& mel) {
+  if (encoded_ && encoded_mel_.shape() == mel.shape() &&
+      std::memcmp(encoded_mel_.raw(), mel.raw(), mel.nbytes()) == 0)
+    return std::exchange(encoded_, nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto audio = ctx_.model->prepare_audio(mel, options_.audio_ctx);
+  ctx_.model->backend().synchronize();  // the time is the encoder's, not the first decoder step's
+  encode_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return audio;
+}
+
 void SeekLoop::detect_language(const Tensor& first_window_mel) {
   if (!language_.empty()) return;
-  ModelInference inference(*ctx_.model, ctx_.model->prepare_audio(first_window_mel, options_.audio_ctx));
+  encoded_ = encode(first_window_mel);
+  encoded_mel_ = first_window_mel.clone();
+  ModelInference inference(*ctx_.model, encoded_);
   std::vector<float> probs = detect_language_probs(inference, ctx_.vocab.specials);
   const size_t best = std::max_element(probs.begin(), probs.end()) - probs.begin();
   for (size_t i = 0; i < probs.size() && i < ctx_.vocab.language_codes.size(); ++i)
@@ -130,6 +147,12 @@ std::vector<int> SeekLoop::window_prompt() const {
 }
 
 DecodingResult SeekLoop::decode_with_fallback(std::shared_ptr<const AudioContext> audio) {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct AddTime {
+    std::chrono::steady_clock::time_point t0;
+    double& total;
+    ~AddTime() { total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); }
+  } add_time{t0, decode_ms_};
   const std::vector<float>& temperatures = options_.temperatures;
   DecodingResult result;
   for (size_t attempt = 0; attempt < temperatures.size(); ++attempt) {

@@ -68,8 +68,14 @@ class SeekLoop {
   const std::vector<Segment>& segments() const { return segments_; }
   const VocabularyReport& vocabulary() const { return vocabulary_; }
   std::string text() const;  // all text after the initial prompt
+  // Time spent so far in the encoder (device work included) and in decoding.
+  double encode_ms() const { return encode_ms_; }
+  double decode_ms() const { return decode_ms_; }
 
  private:
+  // The encoder's output for `mel`; the language detection's when it saw the same mel
+  // (a first window of a full 30 s), so that one encoder pass serves both.
+  std::shared_ptr<const AudioContext> encode(const Tensor& mel);
   DecodingResult decode_with_fallback(std::shared_ptr<const AudioContext> audio);
   std::vector<int> window_prompt() const;
   void add_word_timestamps(std::vector<Segment>& current, std::shared_ptr<const AudioContext> audio,
@@ -96,6 +102,9 @@ class SeekLoop {
   VocabularyReport vocabulary_;
   double last_speech_timestamp_ = 0;
   std::vector<Segment> segments_;
+  double encode_ms_ = 0, decode_ms_ = 0;
+  Tensor encoded_mel_;
+  std::shared_ptr<const AudioContext> encoded_;
 };
 
 }  // namespace hark

@@ -27,7 +27,7 @@ std::vector<Segment> SeekLoop::run_window(const Tensor& mel, int segment_size, i
   if (segment_size <= 0) throw Error(ErrorCode::Internal, "[transcribe] empty window");
   const double time_offset = seek_ * kSecondsPerFrame;
   const double window_end_time = (seek_ + 3000) * kSecondsPerFrame;
-  auto audio = ctx_.model->prepare_audio(mel, options_.audio_ctx);
+  auto audio = encode(mel);
   DecodingResult result = decode_with_fallback(audio);
   ++window_index_;
 

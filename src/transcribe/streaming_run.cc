@@ -1,6 +1,7 @@
 #include "transcribe/streaming_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "audio/mel.h"
@@ -10,10 +11,32 @@ namespace hark {
 
 SeekStreamingRun::SeekStreamingRun(SeekLoopContext context, const TranscribeOptions& options, RunHooks hooks)
     : loop_(context, options), mel_(context.model->hparams().n_mels), hooks_(std::move(hooks)), options_(options) {
+  mel_.use_backend(&context.model->backend());
   // A window waits for its STFT context, and for enough audio after it that the
   // hallucination rule's "near the end of the audio" test cannot change later.
   const double threshold = options.hallucination_silence_threshold.value_or(0.0);
   lookahead_samples_ = WindowMel::kRightContext + static_cast<int64_t>(std::ceil(std::max(0.0, threshold) * 16000)) + 160;
+}
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+void SeekStreamingRun::use_clip_maximum(std::span<const float> clip) {
+  const auto t0 = std::chrono::steady_clock::now();
+  mel_.use_clip_maximum(clip);
+  mel_ms_ += ms_since(t0);
+}
+
+Tensor SeekStreamingRun::timed_window(int64_t seek) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Tensor mel = mel_.window(samples_, seek);
+  mel_ms_ += ms_since(t0);
+  return mel;
 }
 
 void SeekStreamingRun::feed(std::span<const float> samples) {
@@ -30,10 +53,10 @@ void SeekStreamingRun::process(bool final) {
     if (hooks_.cancel && hooks_.cancel->load()) throw Error(ErrorCode::Cancelled, "[transcribe] cancelled");
     if (loop_.needs_language()) {
       if (!final && n < kWindowSamples + lookahead_samples_) break;
-      loop_.detect_language(mel_.window(samples_, 0));
+      loop_.detect_language(timed_window(0));
     }
     const int size = loop_.segment_size(content);
-    Tensor mel = mel_.window(samples_, *seek);
+    Tensor mel = timed_window(*seek);
     zero_tail(mel, size);
     std::vector<Segment> made = loop_.run_window(mel, size, content);
     if (hooks_.on_segment)
@@ -48,7 +71,7 @@ void SeekStreamingRun::process(bool final) {
 Transcript SeekStreamingRun::finish() {
   if (finished_) throw Error(ErrorCode::Conflict, "[transcribe] finish() called twice");
   if (samples_.empty()) throw Error(ErrorCode::AudioTooShort, "[transcribe] no audio was fed; send at least 0.1 s");
-  if (loop_.needs_language()) loop_.detect_language(mel_.window(samples_, 0));
+  if (loop_.needs_language()) loop_.detect_language(timed_window(0));
   process(true);
   finished_ = true;
   Transcript t;
@@ -59,6 +82,9 @@ Transcript SeekStreamingRun::finish() {
   t.duration = samples_.size() / 16000.0;
   t.segments = loop_.segments();
   t.vocabulary = loop_.vocabulary();
+  t.timings.mel_ms = mel_ms_;
+  t.timings.encode_ms = loop_.encode_ms();
+  t.timings.decode_ms = loop_.decode_ms();
   return t;
 }
 

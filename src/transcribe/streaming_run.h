@@ -24,7 +24,7 @@ class SeekStreamingRun : public StreamingRun {
   // When the whole clip is known before the first feed (Engine::transcribe), clamp every
   // window's log-mel at the clip's maximum − 8 exactly as the reference does; a live
   // stream clamps at the maximum seen so far.
-  void use_clip_maximum(std::span<const float> clip) { mel_.use_clip_maximum(clip); }
+  void use_clip_maximum(std::span<const float> clip);
 
  private:
   void process(bool final);
@@ -37,6 +37,8 @@ class SeekStreamingRun : public StreamingRun {
   int64_t lookahead_samples_ = 0;
   bool finished_ = false;
   double expected_seconds_ = 0;
+  double mel_ms_ = 0;  // STFTs so far (Transcript::timings)
+  Tensor timed_window(int64_t seek);
 };
 
 }  // namespace hark

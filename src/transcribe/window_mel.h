@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
+#include "core/backend.h"
 #include "core/tensor.h"
 
 namespace hark {
@@ -17,6 +19,9 @@ namespace hark {
 class WindowMel {
  public:
   explicit WindowMel(int n_mels) : n_mels_(n_mels) {}
+  // Computes the STFT on this backend when it offers one (Backend::log_mel: the GPU fast
+  // path); otherwise, and by default, on the CPU in double precision.
+  void use_backend(Backend* backend) { backend_ = backend; }
   // [n_mels, 3000] for frames [seek, seek + 3000) of `samples` (zeros past their end).
   Tensor window(std::span<const float> samples, int64_t seek);
   // Takes the clamp floor from the whole clip, as the reference does (one extra pass of
@@ -35,7 +40,13 @@ class WindowMel {
   Frames frames(std::span<const float> samples, int64_t seek) const;
 
   int n_mels_;
+  Backend* backend_ = nullptr;
   float running_max_ = -std::numeric_limits<float>::infinity();  // raw log10 units
+  // The first window's frames and the samples they came from: use_clip_maximum(),
+  // language detection and the first window all need them, and a clip of one window (the
+  // common request) then runs its STFT once instead of three times.
+  mutable std::vector<float> first_input_;
+  mutable Frames first_;
 };
 
 // Zeroes frames [keep, 3000) of a window (the reference's pad_or_trim of a short window).

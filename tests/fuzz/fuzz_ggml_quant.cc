@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::vector<float> values = t.to_vector();
       if (t.rank() == 2) {
         std::vector<float> x(t.dim(1), 0.5f), y(t.dim(0));
-        hark::quant_linear(pool, x.data(), 1, t.dim(1), t, nullptr, y.data());
+        hark::quant_linear(pool, x.data(), 1, t.dim(1), t, nullptr, y.data(), t.dim(0));
       }
     }
   } catch (const hark::Error&) {

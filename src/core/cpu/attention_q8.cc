@@ -66,11 +66,14 @@ void head_values(const float* p, const uint8_t* v, size_t row_bytes, int64_t tk,
 
 bool attention_q8_supported(int64_t head_dim) { return head_dim % quant::kBlock == 0; }
 
-void attention_q8_kv(ThreadPool& pool, const float* q, int64_t tq, const uint8_t* k, const uint8_t* v, int64_t tk,
-                     int64_t d, int n_heads, bool causal, int64_t causal_offset, float* out, float* weights) {
-  const int64_t hd = d / n_heads;
-  const size_t row_bytes = dtype_nbytes(DType::Q8_0, d), head_bytes = dtype_nbytes(DType::Q8_0, hd);
+void attention_q8(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t hd, bool causal, int64_t causal_offset,
+                  float* weights) {
+  const size_t k_row = dtype_nbytes(DType::Q8_0, a.ldk), v_row = dtype_nbytes(DType::Q8_0, a.ldv);
+  const size_t head_bytes = dtype_nbytes(DType::Q8_0, hd);
+  const auto* k = static_cast<const uint8_t*>(a.k);
+  const auto* v = static_cast<const uint8_t*>(a.v);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t tq = a.tq, tk = a.tk;
   // One task per (head, query row), as attention_rows.
   pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scores;
@@ -79,7 +82,7 @@ void attention_q8_kv(ThreadPool& pool, const float* q, int64_t tq, const uint8_t
       const int64_t h = task / tq, i = task % tq;
       const int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
       float* s = scores.data();
-      quant_dot_serial(q + i * d + h * hd, hd, DType::Q8_0, k + h * head_bytes, row_bytes, visible, s);
+      quant_dot_serial(a.q + i * a.ldq + h * hd, hd, DType::Q8_0, k + h * head_bytes, k_row, visible, s);
       for (int64_t t = 0; t < visible; ++t) s[t] *= scale;
       softmax_row(s, visible, visible);
       if (weights) {
@@ -87,7 +90,7 @@ void attention_q8_kv(ThreadPool& pool, const float* q, int64_t tq, const uint8_t
         std::copy(s, s + visible, w);
         std::fill(w + visible, w + tk, 0.0f);
       }
-      head_values(s, v + h * head_bytes, row_bytes, visible, hd, out + i * d + h * hd);
+      head_values(s, v + h * head_bytes, v_row, visible, hd, a.out + i * a.ldo + h * hd);
     }
   });
 }

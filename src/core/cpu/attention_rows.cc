@@ -150,10 +150,10 @@ bool attention_rows_supported(int64_t head_dim) { return !kVectorised || head_di
 namespace {
 
 template <class E>
-void attention_rows_of(ThreadPool& pool, const float* q, int64_t tq, const E* k, const E* v, int64_t tk, int64_t d,
-                       int n_heads, bool causal, int64_t causal_offset, float* out, float* weights) {
-  const int64_t hd = d / n_heads;
+void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const E* v, int n_heads, int64_t hd,
+                       bool causal, int64_t causal_offset, float* weights) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t tq = a.tq, tk = a.tk;
   // One task per (head, query row): the K and V columns of a head are read once per row,
   // and the rows of one step (beams) find them in cache.
   pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
@@ -162,29 +162,28 @@ void attention_rows_of(ThreadPool& pool, const float* q, int64_t tq, const E* k,
     for (int64_t task = begin; task < end; ++task) {
       const int64_t h = task / tq, i = task % tq;
       const int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
-      head_scores(q + i * d + h * hd, k + h * hd, visible, d, hd, scale, scores.data());
+      head_scores(a.q + i * a.ldq + h * hd, k + h * hd, visible, a.ldk, hd, scale, scores.data());
       softmax_row(scores.data(), visible, visible);
       if (weights) {
         float* w = weights + (h * tq + i) * tk;
         std::copy(scores.data(), scores.data() + visible, w);
         std::fill(w + visible, w + tk, 0.0f);
       }
-      head_values(scores.data(), v + h * hd, visible, d, hd, out + i * d + h * hd);
+      head_values(scores.data(), v + h * hd, visible, a.ldv, hd, a.out + i * a.ldo + h * hd);
     }
   });
 }
 
 }  // namespace
 
-void attention_rows(ThreadPool& pool, const float* q, int64_t tq, const void* k, const void* v, DType kv_dtype,
-                    int64_t tk, int64_t d, int n_heads, bool causal, int64_t causal_offset, float* out,
-                    float* weights) {
-  if (kv_dtype == DType::F16)
-    attention_rows_of(pool, q, tq, static_cast<const uint16_t*>(k), static_cast<const uint16_t*>(v), tk, d, n_heads,
-                      causal, causal_offset, out, weights);
+void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,
+                    int64_t causal_offset, float* weights) {
+  if (a.kv_dtype == DType::F16)
+    attention_rows_of(pool, a, static_cast<const uint16_t*>(a.k), static_cast<const uint16_t*>(a.v), n_heads,
+                      head_dim, causal, causal_offset, weights);
   else
-    attention_rows_of(pool, q, tq, static_cast<const float*>(k), static_cast<const float*>(v), tk, d, n_heads, causal,
-                      causal_offset, out, weights);
+    attention_rows_of(pool, a, static_cast<const float*>(a.k), static_cast<const float*>(a.v), n_heads, head_dim,
+                      causal, causal_offset, weights);
 }
 
 }  // namespace hark

@@ -12,17 +12,31 @@
 
 namespace hark {
 
-// Query rows at most for this path; longer queries go through sgemm.
+// Query rows at most for the direct loops; longer queries go through sgemm.
 constexpr int64_t kAttentionRowsMax = 16;
+
+// One attention call over cached rows: query row i at q + i·ldq, key / value row t at
+// k / v + t·ldk / t·ldv (in values of kv_dtype: f32, f16, or q8_0 for attention_q8), output
+// row i at out + i·ldo. Heads are column blocks of head_dim.
+struct CachedRows {
+  const float* q;
+  int64_t ldq;
+  const void* k;
+  int64_t ldk;
+  const void* v;
+  int64_t ldv;
+  DType kv_dtype;
+  float* out;
+  int64_t ldo;
+  int64_t tq, tk;
+};
 
 // Whether the vectorised loops handle this head size (multiples of 8).
 bool attention_rows_supported(int64_t head_dim);
 
-// out[tq, d] = softmax(scale · q Kᵀ) V per head, K and V [tk, d] in f32 or f16
-// (`kv_dtype`); `weights` (optional) receives the softmax [n_heads, tq, tk]. Causal: row i
-// sees keys up to i + causal_offset.
-void attention_rows(ThreadPool& pool, const float* q, int64_t tq, const void* k, const void* v, DType kv_dtype,
-                    int64_t tk, int64_t d, int n_heads, bool causal, int64_t causal_offset, float* out,
-                    float* weights);
+// out = softmax(scale · q Kᵀ) V per head for f32 or f16 K/V; `weights` (optional) receives
+// the softmax [n_heads, tq, tk]. Causal: row i sees keys up to i + causal_offset.
+void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,
+                    int64_t causal_offset, float* weights);
 
 }  // namespace hark

@@ -13,6 +13,7 @@
 #include "core/cpu/quant_gemm.h"
 #include "core/cpu/vector_math.h"
 #include "core/quant_format.h"
+#include "core/token_select.h"
 
 namespace hark {
 
@@ -28,39 +29,75 @@ const float* CpuBackend::f32_weights(const Tensor& w) {
   std::lock_guard<std::mutex> lock(cache_mutex_);
   const auto key = std::make_pair(w.raw(), w.nbytes());
   auto it = f32_cache_.find(key);
-  if (it == f32_cache_.end()) it = f32_cache_.emplace(key, w.to_f32(false)).first;
-  return it->second.data<float>();
+  if (it == f32_cache_.end()) it = f32_cache_.emplace(key, std::make_pair(w, w.to_f32(false))).first;
+  return it->second.second.data<float>();
 }
 
 size_t CpuBackend::cached_weight_bytes() {
   std::lock_guard<std::mutex> lock(cache_mutex_);
   size_t bytes = 0;
-  for (const auto& [key, t] : f32_cache_) bytes += t.nbytes();
+  for (const auto& [key, entry] : f32_cache_) bytes += entry.second.nbytes();
   return bytes;
 }
 
-void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+void CpuBackend::product(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
   if (dtype_is_quantized(w.dtype())) {
     // Block-quantized weights stay packed: integer dot products or sgemm on widened panels.
-    quant_linear(pool_, x.data<float>(), m, k, w, bias ? f32_weights(*bias) : nullptr, y.data<float>());
+    quant_linear(pool_, x.data<float>(), m, k, w, bias ? f32_weights(*bias) : nullptr, y, ldy);
     return;
   }
   if (w.dtype() != DType::F32 && m <= kHalfGemvMaxRows) {
     // Decoder steps: read the half-precision weights directly (half the bytes).
-    gemv_half(pool_, x.data<float>(), m, k, w.data<uint16_t>(), w.dtype(), n, bias ? f32_weights(*bias) : nullptr,
-              y.data<float>());
+    const float* b = bias ? f32_weights(*bias) : nullptr;
+    if (ldy == n) {
+      gemv_half(pool_, x.data<float>(), m, k, w.data<uint16_t>(), w.dtype(), n, b, y);
+      return;
+    }
+    std::vector<float> tmp(static_cast<size_t>(m * n));
+    gemv_half(pool_, x.data<float>(), m, k, w.data<uint16_t>(), w.dtype(), n, b, tmp.data());
+    for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * ldy, tmp.data() + i * n, n * sizeof(float));
     return;
   }
   const float* wf = f32_weights(w);
-  float* out = y.data<float>();
   float beta = 0.0f;
   if (bias) {
     const float* b = f32_weights(*bias);
-    for (int64_t i = 0; i < m; ++i) std::memcpy(out + i * n, b, n * sizeof(float));
+    for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * ldy, b, n * sizeof(float));
     beta = 1.0f;
   }
-  sgemm(pool_, Trans::No, Trans::Yes, m, n, k, 1.0f, x.data<float>(), k, wf, k, beta, out, n);
+  sgemm(pool_, Trans::No, Trans::Yes, m, n, k, 1.0f, x.data<float>(), k, wf, k, beta, y, ldy);
+}
+
+void CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  if (y.dtype() != DType::F32) throw Error(ErrorCode::Internal, "[cpu] linear writes f32 only");
+  const int64_t n = w.dim(0);
+  switch (epilogue) {
+    case Epilogue::None:
+      product(x, w, bias, y.data<float>(), n);
+      break;
+    case Epilogue::Gelu:
+      product(x, w, bias, y.data<float>(), n);
+      gelu(y);
+      break;
+    case Epilogue::Residual: {
+      // The product first, then the sum, as the reference adds the block's output to x.
+      Tensor tmp = Tensor::empty(y.shape());
+      product(x, w, bias, tmp.data<float>(), n);
+      add(y, tmp);
+      break;
+    }
+  }
+}
+
+void CpuBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> ws,
+                               std::span<const Tensor* const> biases, Tensor& y) {
+  const int64_t ldy = y.dim(-1);
+  int64_t col = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    product(x, *ws[i], biases[i], y.data<float>() + col, ldy);
+    col += ws[i]->dim(0);
+  }
 }
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) {
@@ -123,77 +160,22 @@ void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int s
         t_out);
 }
 
-void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
-                           int64_t causal_offset, Tensor& out, Tensor* weights) {
-  const bool f32_or_f16 = k.dtype() == v.dtype() && (k.dtype() == DType::F32 || k.dtype() == DType::F16);
-  if (f32_or_f16 && q.dim(0) <= kAttentionRowsMax && attention_rows_supported(q.dim(1) / n_heads)) {
-    attention_rows(pool_, q.data<float>(), q.dim(0), k.raw(), v.raw(), k.dtype(), k.dim(0), q.dim(1), n_heads, causal,
-                   causal_offset, out.data<float>(), weights ? weights->data<float>() : nullptr);
-    return;
-  }
-  if (k.dtype() == DType::Q8_0 && v.dtype() == DType::Q8_0 && q.dim(0) <= kQ8AttentionMaxRows &&
-      attention_q8_supported(q.dim(1) / n_heads)) {
-    attention_q8_kv(pool_, q.data<float>(), q.dim(0), static_cast<const uint8_t*>(k.raw()),
-                    static_cast<const uint8_t*>(v.raw()), k.dim(0), q.dim(1), n_heads, causal, causal_offset,
-                    out.data<float>(), weights ? weights->data<float>() : nullptr);
-    return;
-  }
-  if (k.dtype() != DType::F32 || v.dtype() != DType::F32) {  // longer queries: widen once, then sgemm
-    const Tensor kf = k.to_f32(), vf = v.to_f32();
-    attention(q, kf, vf, n_heads, causal, causal_offset, out, weights);
-    return;
-  }
-  const int64_t tq = q.dim(0), tk = k.dim(0), d = q.dim(1), hd = d / n_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float* qp = q.data<float>();
-  const float* kp = k.data<float>();
-  const float* vp = v.data<float>();
-  float* op = out.data<float>();
-  float* wp = weights ? weights->data<float>() : nullptr;
-  // Tasks are (head, block of query rows), each run start to finish on one thread with its
-  // own score rows: heads alone already balance the pool for the usual 6-20 heads, and the
-  // row blocks keep every thread busy when heads are fewer than threads or do not divide.
-  const int64_t threads = pool_.size();
-  const int64_t row_blocks =
-      tq < 64 ? 1 : std::min<int64_t>((tq + 63) / 64, (2 * threads + n_heads - 1) / n_heads);
-  const int64_t rows_per_block = (tq + row_blocks - 1) / row_blocks;
-  pool_.parallel_for(n_heads * row_blocks, [&](int64_t begin, int64_t end) {
-    // Per-thread scratch, kept between calls: a fresh 4 MB buffer per encoder layer would
-    // cost page faults every time.
-    thread_local std::vector<float> scores;
-    if (scores.size() < static_cast<size_t>(rows_per_block * tk)) scores.resize(rows_per_block * tk);
-    float* s = scores.data();
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t h = task / row_blocks;
-      const int64_t r0 = (task % row_blocks) * rows_per_block, r1 = std::min(tq, r0 + rows_per_block);
-      if (r0 >= r1) continue;
-      const int64_t rows = r1 - r0;
-      // scores = scale · Q_h K_hᵀ; the heads are column blocks, so the leading dimension is D.
-      sgemm_serial(Trans::No, Trans::Yes, rows, tk, hd, scale, qp + r0 * d + h * hd, d, kp + h * hd, d, 0.0f, s, tk);
-      for (int64_t i = 0; i < rows; ++i) {
-        const int64_t visible = causal ? std::min<int64_t>(tk, r0 + i + causal_offset + 1) : tk;
-        softmax_row(s + i * tk, visible, tk);
-      }
-      if (wp) std::memcpy(wp + (h * tq + r0) * tk, s, rows * tk * sizeof(float));
-      sgemm_serial(Trans::No, Trans::No, rows, hd, tk, 1.0f, s, tk, vp + h * hd, d, 0.0f, op + r0 * d + h * hd, d);
-    }
-  });
-}
-
-void CpuBackend::embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,
-                           int64_t first_position, Tensor& out) {
-  const int64_t d = table.dim(1);
+void CpuBackend::embedding(const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths,
+                           int n_new, Tensor& out) {
+  const int64_t d = table.dim(1), n = ids.numel();
   float* o = out.data<float>();
   std::vector<float> row(d);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const char* src = static_cast<const char*>(table.raw()) + ids[i] * dtype_nbytes(table.dtype(), d);
-    convert_to_f32(src, table.dtype(), o + i * d, d);
-    if (positions) {
-      const char* pos =
-          static_cast<const char*>(positions->raw()) + (first_position + i) * dtype_nbytes(positions->dtype(), d);
-      convert_to_f32(pos, positions->dtype(), row.data(), d);
-      for (int64_t j = 0; j < d; ++j) o[i * d + j] += row[j];
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t id = ids.data<int32_t>()[i], pos = lengths.data<int32_t>()[i / n_new] + i % n_new;
+    if (id < 0 || id >= table.dim(0) || pos < 0 || pos >= positions.dim(0))
+      throw Error(ErrorCode::InvalidArgument, "[embedding] token " + std::to_string(id) + " at position " +
+                                                  std::to_string(pos) + " is outside the table");
+    // Row `id` of the table (a quantized table's rows are whole blocks).
+    convert_to_f32(static_cast<const char*>(table.raw()) + id * dtype_nbytes(table.dtype(), d), table.dtype(),
+                   o + i * d, d);
+    convert_to_f32(static_cast<const char*>(positions.raw()) + pos * dtype_nbytes(positions.dtype(), d),
+                   positions.dtype(), row.data(), d);
+    for (int64_t j = 0; j < d; ++j) o[i * d + j] += row[j];
   }
 }
 
@@ -234,14 +216,47 @@ void CpuBackend::transpose(const Tensor& x, Tensor& y) {
   });
 }
 
+void CpuBackend::conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
+                                        Tensor& y) {
+  // Channel-major convolution between two transposes: the same arithmetic as conv1d.
+  Tensor xc = Tensor::empty({x.dim(1), x.dim(0)});
+  transpose(x, xc);
+  Tensor yc = Tensor::empty({y.dim(1), y.dim(0)});
+  conv1d(xc, w, b, stride, padding, yc);
+  gelu(yc);
+  transpose(yc, y);
+}
+
+void CpuBackend::gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
+                                  std::span<const int> lengths) {
+  for (Tensor* cache : caches) {
+    const int64_t row_bytes = cache->nbytes() / cache->dim(0);
+    Tensor fresh = Tensor::empty(cache->shape(), cache->dtype());
+    auto* dst = static_cast<char*>(fresh.raw());
+    const auto* src = static_cast<const char*>(cache->raw());
+    for (size_t i = 0; i < source.size(); ++i)
+      std::memcpy(dst + i * rows_per_seq * row_bytes, src + source[i] * rows_per_seq * row_bytes,
+                  lengths[i] * row_bytes);
+    *cache = fresh;
+  }
+}
+
+void CpuBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) {
+  select_tokens_reference(logits.data<float>(), static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)),
+                          spec.data<int32_t>(), k, out.data<int32_t>());
+}
+
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
+  if (parse_compute_type(options.compute_type, Device::Cpu) != DType::F32)
+    throw Error(ErrorCode::InvalidArgument, "[cpu] compute type " + options.compute_type +
+                                                " runs on a GPU only; use --compute-type f32 (or auto) on the CPU");
   return std::make_unique<CpuBackend>(options.threads, options.cross_kv);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
   if (device == "cpu") return make_cpu_backend(options);
-  if (device == "auto") return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(options);
-  if (device == "cuda") return make_cuda_backend(0);
+  if (device == "auto") return cuda_available() ? make_cuda_backend(0, options) : make_cpu_backend(options);
+  if (device == "cuda") return make_cuda_backend(0, options);
   if (device.rfind("cuda:", 0) == 0) {
     int index = 0;
     try {
@@ -249,9 +264,27 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOp
     } catch (...) {
       throw Error(ErrorCode::InvalidArgument, "[device] bad device '" + device + "': use cpu, cuda, cuda:N or auto");
     }
-    return make_cuda_backend(index);
+    return make_cuda_backend(index, options);
   }
   throw Error(ErrorCode::InvalidArgument, "[device] unknown device '" + device + "': use cpu, cuda, cuda:N or auto");
+}
+
+DType parse_compute_type(const std::string& name, Device device) {
+  if (name == "auto") return device == Device::Cuda ? DType::F16 : DType::F32;
+  if (name == "f32" || name == "float32") return DType::F32;
+  if (name == "f16" || name == "float16") return DType::F16;
+  if (name == "bf16" || name == "bfloat16") return DType::BF16;
+  // 8-bit and ggml-quantized weights: the CPU's quantized kernels, fp32 activations.
+  if (name == "int8" || name == "int8_float16" || name == "int8_float32" || quant::parse_name(name)) {
+    if (device == Device::Cuda)
+      throw Error(ErrorCode::InvalidArgument, "[device] compute type " + name +
+                                                  " runs on the CPU only (quantized kernels); on a GPU use auto, f32, "
+                                                  "f16 or bf16");
+    return DType::F32;
+  }
+  throw Error(ErrorCode::InvalidArgument, "[device] unknown compute type '" + name +
+                                              "': use auto, f32, f16, bf16, or on the CPU int8, int8_float16, "
+                                              "int8_float32, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k ... q6_k");
 }
 
 }  // namespace hark

@@ -1,10 +1,11 @@
 // The CPU backend: every matrix product through sgemm (oneDNN, or OpenBLAS where oneDNN is
 // absent; src/core/cpu/gemm.h), hand-written loops for the rest, all parallelised over one
-// ThreadPool of the configured size.
+// ThreadPool of the configured size. Activations are fp32. The attention family lives in
+// cpu_attention.cc.
 #pragma once
 
-#include <mutex>
 #include <map>
+#include <mutex>
 
 #include "core/backend.h"
 #include "core/thread_pool.h"
@@ -20,17 +21,30 @@ class CpuBackend final : public Backend {
   int threads() const override { return pool_.size(); }
   Tensor alloc(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
 
-  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override;
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) override;
+  void linear_packed(const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                     Tensor& y) override;
   void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) override;
   void gelu(Tensor& x) override;
   void add(Tensor& x, const Tensor& y) override;
   void conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, Tensor& y) override;
+  void conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
+                              Tensor& y) override;
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
                  int64_t causal_offset, Tensor& out, Tensor* weights) override;
-  void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,
-                 int64_t first_position, Tensor& out) override;
+  void self_attention(const Tensor& qkv, int batch, int n_heads, Tensor& out) override;
+  void cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new,
+                        int n_heads, Tensor& out) override;
+  void cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
+                       std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor& out,
+                       Tensor* weights) override;
+  void embedding(const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths, int n_new,
+                 Tensor& out) override;
   void copy(const Tensor& src, Tensor& dst) override;
   void transpose(const Tensor& x, Tensor& y) override;
+  void gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
+                        std::span<const int> lengths) override;
+  void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
 
   DType cross_kv_dtype() const override { return cross_kv_; }
   // Bytes of the fp32 copies made of half-precision weights (model memory beyond the file).
@@ -41,11 +55,31 @@ class CpuBackend final : public Backend {
  private:
   // fp32 copy of a half-precision weight, made once and kept (keyed by its address).
   const float* f32_weights(const Tensor& w);
+  // y (row stride ldy) = x · wᵀ + b: the product behind linear and linear_packed.
+  void product(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy);
 
   ThreadPool pool_;
   DType cross_kv_;
   std::mutex cache_mutex_;
-  std::map<std::pair<const void*, size_t>, Tensor> f32_cache_;  // (address, bytes) → fp32 copy
+  // (address, bytes) → (the weight itself, kept alive so its address is not reused; its
+  // fp32 copy).
+  std::map<std::pair<const void*, size_t>, std::pair<Tensor, Tensor>> f32_cache_;
 };
+
+// Strided multi-head attention on fp32 rows (cpu_attention.cc): query row i of q (stride
+// ldq) attends to rows of k/v (strides ldk/ldv); heads are column blocks of head_dim.
+struct AttentionRows {
+  const float* q;
+  int64_t ldq;
+  const float* k;
+  int64_t ldk;
+  const float* v;
+  int64_t ldv;
+  float* out;
+  int64_t ldo;
+  int64_t tq, tk;
+};
+void cpu_attend(ThreadPool& pool, const AttentionRows& a, int n_heads, int64_t head_dim, bool causal,
+                int64_t causal_offset, float* weights);
 
 }  // namespace hark

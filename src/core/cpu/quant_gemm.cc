@@ -68,7 +68,7 @@ struct ActivationBuffers {
 };
 
 void integer_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
-                      float* y) {
+                      float* y, int64_t ldy) {
   thread_local ActivationBuffers buffers;
   const int64_t n = w.dim(0);
   const size_t row_bytes = dtype_nbytes(w.dtype(), k);
@@ -77,9 +77,9 @@ void integer_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, co
   for (int64_t first = 0; first < m; first += kQuantGemvMaxRows) {
     const int64_t rows = std::min(kQuantGemvMaxRows, m - first);
     const quant::ActivationBlocks xq = buffers.quantize(x + first * k, rows, k);
-    float* ys = y + first * n;
+    float* ys = y + first * ldy;
     pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-      dot_rows(w.dtype(), xq, weights, row_bytes, begin, end, bias, ys, n);
+      dot_rows(w.dtype(), xq, weights, row_bytes, begin, end, bias, ys, ldy);
     }, 64);
   }
 }
@@ -87,7 +87,7 @@ void integer_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, co
 // Larger products: each task widens a panel of weight rows to fp32 in its own buffer and
 // multiplies all rows of x with it, writing a column block of y.
 void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
-                    float* y) {
+                    float* y, int64_t ldy) {
   const int64_t n = w.dim(0), threads = pool.size();
   const size_t row_bytes = dtype_nbytes(w.dtype(), k);
   const auto* weights = static_cast<const uint8_t*>(w.raw());
@@ -97,7 +97,7 @@ void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, cons
   const int64_t panel_rows = ((n + panels - 1) / panels + 15) / 16 * 16;
   panels = (n + panel_rows - 1) / panel_rows;
   if (bias)
-    for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * n, bias, n * sizeof(float));
+    for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * ldy, bias, n * sizeof(float));
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> panel;
     for (int64_t p = begin; p < end; ++p) {
@@ -105,21 +105,22 @@ void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, cons
       panel.resize((r1 - r0) * k);
       for (int64_t r = r0; r < r1; ++r)
         widen_row(w.dtype(), weights + r * row_bytes, k, panel.data() + (r - r0) * k);
-      sgemm_serial(Trans::No, Trans::Yes, m, r1 - r0, k, 1.0f, x, k, panel.data(), k, bias ? 1.0f : 0.0f, y + r0, n);
+      sgemm_serial(Trans::No, Trans::Yes, m, r1 - r0, k, 1.0f, x, k, panel.data(), k, bias ? 1.0f : 0.0f, y + r0,
+                   ldy);
     }
   });
 }
 
 }  // namespace
 
-void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
-                  float* y) {
+void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias, float* y,
+                  int64_t ldy) {
   if (w.rank() != 2 || w.dim(1) != k || k % dtype_block_elems(w.dtype()) != 0)
     throw Error(ErrorCode::Internal, "[cpu] quantized product of " + std::to_string(k) + " values with " + w.describe());
   if (m <= 2 * kQuantGemvMaxRows)
-    integer_products(pool, x, m, k, w, bias, y);
+    integer_products(pool, x, m, k, w, bias, y, ldy);
   else
-    panel_products(pool, x, m, k, w, bias, y);
+    panel_products(pool, x, m, k, w, bias, y, ldy);
 }
 
 void quant_dot_serial(const float* x, int64_t k, DType dtype, const uint8_t* w, size_t row_bytes, int64_t n, float* y) {

@@ -18,9 +18,10 @@ namespace hark {
 // Rows of x at most for the integer dot-product path; larger products use sgemm panels.
 constexpr int64_t kQuantGemvMaxRows = 8;
 
-// y[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]); w is quantized, k a multiple of its block.
-void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
-                  float* y);
+// y[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]), rows of y `ldy` apart; w is quantized, k a
+// multiple of its block.
+void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias, float* y,
+                  int64_t ldy);
 
 // y[j] = x · w_j for the n rows w_j of k values, `row_bytes` apart, on the calling thread
 // (attention scores over q8_0 keys, each row a head's blocks of a key).

@@ -1,7 +1,11 @@
+// CudaBackend: construction, weights and the products. The attention family is in
+// cuda_attention.cc; memory, copies and CUDA-graph replay in cuda_memory.cc.
 #include "core/cuda/cuda_backend.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/kernels.cuh"
@@ -10,7 +14,19 @@ namespace hark {
 
 using cuda::check;
 
-CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
+namespace {
+
+constexpr size_t kWorkspaceBytes = 64ull << 20;
+
+cudaDataType_t blas_type(DType dt) {
+  return dt == DType::F16 ? CUDA_R_16F : dt == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(device_index), act_(act_dtype) {
+  if (act_ != DType::F32 && act_ != DType::F16 && act_ != DType::BF16)
+    throw Error(ErrorCode::InvalidArgument, std::string("[cuda] unsupported compute type ") + dtype_name(act_));
   int count = 0;
   check(cudaGetDeviceCount(&count), "no CUDA driver or device (use --device cpu)");
   if (device_index < 0 || device_index >= count)
@@ -21,169 +37,281 @@ CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
   check(cublasCreate(&blas_), "cublasCreate");
   check(cublasSetStream(blas_, stream_), "cublasSetStream");
   // The reference path stays in true fp32: no TF32 tensor-op shortcuts.
-  check(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  check(cublasSetMathMode(blas_, act_ == DType::F32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  // A fixed workspace: cuBLAS then allocates nothing while a CUDA graph is being recorded.
+  check(cudaMalloc(&workspace_, kWorkspaceBytes), "allocating the cuBLAS workspace");
+  check(cublasSetWorkspace(blas_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
+  lt_ = std::make_unique<cuda::LtGemm>(stream_, workspace_, kWorkspaceBytes);
+  cuda::gemv_setup();
+  if (const char* env = std::getenv("HARK_CUDA_GRAPHS"); env && std::string(env) == "0") graphs_enabled_ = false;
+  // Measurement switch: few-row products through cuBLASLt instead of gemv.cu.
+  if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
 }
 
-CudaBackend::~CudaBackend() {
-  {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    weights_.clear();
-  }
-  if (stream_) cudaStreamSynchronize(stream_);
-  if (blas_) cublasDestroy(blas_);
-  if (stream_) cudaStreamDestroy(stream_);
+std::string CudaBackend::name() const {
+  return "cuda:" + std::to_string(device_index_) + " (" + dtype_name(act_) + ")";
 }
 
-Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
-  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
-  void* ptr = nullptr;
-  check(cudaMallocAsync(&ptr, bytes, stream_), "allocating device memory");
-  cudaStream_t stream = stream_;
-  std::shared_ptr<void> owner(ptr, [stream](void* p) { cudaFreeAsync(p, stream); });
-  return Tensor::view(ptr, shape, dtype, std::move(owner), Device::Cuda);
-}
-
-const float* CudaBackend::resident(const Tensor& t) {
+const void* CudaBackend::resident(const Tensor& t, DType dtype) {
   if (t.device() == Device::Cuda) {
-    if (t.dtype() != DType::F32) throw Error(ErrorCode::Internal, "[cuda] expected an fp32 device tensor");
-    return t.data<float>();
+    if (t.dtype() != dtype)
+      throw Error(ErrorCode::Internal, std::string("[cuda] expected a ") + dtype_name(dtype) + " device tensor, got " +
+                                           t.describe());
+    return t.raw();
   }
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  const auto key = std::make_pair(t.raw(), t.nbytes());
+  const auto key = std::make_tuple(t.raw(), t.nbytes(), dtype);
   auto it = weights_.find(key);
   if (it == weights_.end()) {
-    Tensor dev = alloc(t.shape(), DType::F32);
-    if (t.dtype() == DType::F32) {
+    const PauseArena pause(arena_);  // resident weights outlive any recorded step
+    Tensor dev = alloc(t.shape(), dtype);
+    if (t.dtype() == dtype) {
       check(cudaMemcpyAsync(dev.raw(), t.raw(), t.nbytes(), cudaMemcpyHostToDevice, stream_), "uploading weights");
     } else {
       Tensor staging = alloc(t.shape(), t.dtype());
       check(cudaMemcpyAsync(staging.raw(), t.raw(), t.nbytes(), cudaMemcpyHostToDevice, stream_), "uploading weights");
-      cuda::half_to_float(staging.data<uint16_t>(), t.dtype() == DType::F16 ? 1 : 2, dev.data<float>(), t.numel(),
-                          stream_);
-      check(cudaStreamSynchronize(stream_), "converting weights");  // staging is freed on return
+      cuda::convert(t.dtype(), staging.raw(), dtype, dev.raw(), t.numel(), stream_);
+      cuda::check_launch("convert");
     }
-    it = weights_.emplace(key, dev).first;
+    check(cudaStreamSynchronize(stream_), "uploading weights");
+    it = weights_.emplace(key, Resident{t, dev}).first;
   }
-  return it->second.data<float>();
+  return it->second.device.raw();
 }
 
-void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+void CudaBackend::product_f32(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy, float beta) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
-  const float* wd = resident(w);
-  float beta = 0.0f;
+  const float* wd = static_cast<const float*>(resident(w, DType::F32));
   if (bias) {
-    cuda::fill_rows(y.data<float>(), resident(*bias), m, n, stream_);
-    beta = 1.0f;
+    if (beta == 0.0f) {
+      cuda::fill_rows(y, static_cast<const float*>(resident(*bias, DType::F32)), m, n, stream_);
+      cuda::check_launch("fill_rows");
+      beta = 1.0f;
+    } else {  // residual: y += b first, then y += x·wᵀ
+      cuda::add(DType::F32, y, resident(*bias, DType::F32), m * n, n, stream_);
+      cuda::check_launch("add");
+    }
   }
   const float alpha = 1.0f;
   // Row-major y = x·wᵀ is column-major yᵀ = w·xᵀ: w is stored as wᵀ (k×n) → op T.
   check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-                    &alpha, wd, static_cast<int>(k), x.data<float>(), static_cast<int>(k), &beta, y.data<float>(),
-                    static_cast<int>(n)),
+                    &alpha, wd, static_cast<int>(k), x.data<float>(), static_cast<int>(k), &beta, y,
+                    static_cast<int>(ldy)),
         "sgemm (linear)");
+}
+
+void CudaBackend::product_half(const void* x, int64_t m, int64_t k, const void* w, int64_t n, const void* bias,
+                               DType y_dt, void* y, Epilogue epilogue) {
+  if (m <= cuda::kGemvMaxRows && k % 8 == 0 && !lt_for_few_rows_ && !prefers_lt(m, n, k)) {
+    const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu
+                     : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
+                                                      : cuda::GemvEpilogue::None;
+    cuda::gemv(act_, x, static_cast<int>(m), static_cast<int>(k), w, static_cast<int>(n), bias, y_dt, y, n, epi, stream_);
+    cuda::check_launch("gemv");
+    return;
+  }
+  const auto lt_epi = epilogue == Epilogue::Gelu       ? cuda::LtEpilogue::Gelu
+                      : epilogue == Epilogue::Residual ? cuda::LtEpilogue::Residual
+                                                       : cuda::LtEpilogue::None;
+  try {
+    lt_->run(act_, x, m, k, w, n, bias, y_dt, y, lt_epi);
+    return;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Unavailable) throw;
+  }
+  // No cuBLASLt algorithm for this shape: a plain GEMM, then the epilogue as kernels.
+  if (bias && epilogue == Epilogue::Residual) {
+    cuda::add(y_dt, y, bias, m * n, n, stream_);
+    cuda::check_launch("add");
+  }
+  const float alpha = 1.0f, beta = epilogue == Epilogue::Residual ? 1.0f : 0.0f;
+  check(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                     &alpha, w, blas_type(act_), static_cast<int>(k), x, blas_type(act_), static_cast<int>(k), &beta, y,
+                     blas_type(y_dt), static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "gemm (linear)");
+  if (bias && epilogue != Epilogue::Residual) {
+    cuda::add(y_dt, y, bias, m * n, n, stream_);
+    cuda::check_launch("add");
+  }
+  if (epilogue == Epilogue::Gelu) {
+    cuda::gelu(y_dt, y, m * n, stream_);
+    cuda::check_launch("gelu");
+  }
+}
+
+bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
+  // Measured with Nsight Compute on an H200 (large-v3-turbo, batch 1): cuBLASLt's split
+  // kernels beat gemv.cu on the MLP's wide products, 7.4 µs against 14.7 (5120 × 1280
+  // with the norm fused: 12.4 with a separate norm) and 11.1 against 13.6 (1280 × 5120);
+  // gemv.cu wins on the square 1280 × 1280 ones and on the logits.
+  return m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
+}
+
+void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
+  if (act_ == DType::F32) {
+    product_f32(x, w, bias, y.data<float>(), n, epilogue == Epilogue::Residual ? 1.0f : 0.0f);
+    if (epilogue == Epilogue::Gelu) {
+      cuda::gelu(DType::F32, y.raw(), y.numel(), stream_);
+      cuda::check_launch("gelu");
+    }
+    return;
+  }
+  product_half(x.raw(), m, k, resident(w, act_), n, bias ? resident(*bias, act_) : nullptr, y.dtype(), y.raw(),
+               epilogue);
+}
+
+const CudaBackend::Packed& CudaBackend::packed_weights(std::span<const Tensor* const> ws,
+                                                       std::span<const Tensor* const> biases) {
+  const int64_t k = ws[0]->dim(1);
+  const auto key = std::make_pair(static_cast<const void*>(ws[0]->raw()), ws.size());
+  auto it = packed_.find(key);
+  if (it != packed_.end()) return it->second;
+  const PauseArena pause(arena_);
+  // One [ΣN, K] weight and one bias (zeros where a part has none), in the compute dtype.
+  int64_t n = 0;
+  bool any_bias = false;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    n += ws[i]->dim(0);
+    any_bias = any_bias || biases[i];
+  }
+  Tensor w = alloc({n, k}, act_), b;
+  if (any_bias) {
+    b = alloc({n}, act_);
+    check(cudaMemsetAsync(b.raw(), 0, b.nbytes(), stream_), "packing biases");
+  }
+  Packed packed;
+  int64_t row = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const int64_t rows = ws[i]->dim(0);
+    Tensor dst = w.rows(row, row + rows);
+    copy(*ws[i], dst);
+    packed.parts.push_back(*ws[i]);
+    if (biases[i]) {
+      Tensor bdst = b.rows(row, row + rows);
+      copy(*biases[i], bdst);
+      packed.parts.push_back(*biases[i]);
+    }
+    row += rows;
+  }
+  packed.weight = w;
+  packed.bias = b;
+  return packed_.emplace(key, std::move(packed)).first->second;
+}
+
+void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> ws,
+                                std::span<const Tensor* const> biases, Tensor& y) {
+  const Packed& p = packed_weights(ws, biases);
+  linear(x, p.weight, p.bias.defined() ? &p.bias : nullptr, y, Epilogue::None);
+}
+
+bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                            const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
+  // Every block of the product normalises the rows again: worth it for the layers' few
+  // hundred blocks, not for the logits' thousands (a separate norm costs ~2 µs there).
+  constexpr int64_t kMaxFusedColumns = 8192;
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
+      prefers_lt(m, n, k))
+    return false;
+  const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
+                            static_cast<const float*>(resident(beta, DType::F32)), eps};
+  const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu
+                   : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
+                                                    : cuda::GemvEpilogue::None;
+  cuda::gemv(act_, x.raw(), static_cast<int>(m), static_cast<int>(k), resident(w, act_), static_cast<int>(n),
+             bias ? resident(*bias, act_) : nullptr, y.dtype(), y.raw(), n, epi, stream_, &norm);
+  cuda::check_launch("gemv (layer norm fused)");
+  return true;
+}
+
+void CudaBackend::norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                              const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  if (!fuse_norm(x, gamma, beta, eps, w, bias, y, epilogue)) Backend::norm_linear(x, gamma, beta, eps, w, bias, y, epilogue);
+}
+
+void CudaBackend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                     std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                                     Tensor& y) {
+  const Packed& p = packed_weights(ws, biases);
+  const Tensor* bias = p.bias.defined() ? &p.bias : nullptr;
+  if (!fuse_norm(x, gamma, beta, eps, p.weight, bias, y, Epilogue::None)) {
+    Tensor h = alloc(x.shape(), act_);
+    layer_norm(x, gamma, beta, eps, h);
+    linear(h, p.weight, bias, y, Epilogue::None);
+  }
 }
 
 void CudaBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) {
   const int64_t d = x.dim(-1);
-  cuda::layer_norm(x.data<float>(), resident(gamma), resident(beta), y.data<float>(), x.numel() / d, d, eps, stream_);
+  cuda::layer_norm(act_, x.raw(), static_cast<const float*>(resident(gamma, DType::F32)),
+                   static_cast<const float*>(resident(beta, DType::F32)), y.raw(), x.numel() / d, d, eps, stream_);
   cuda::check_launch("layer_norm");
 }
 
 void CudaBackend::gelu(Tensor& x) {
-  cuda::gelu(x.data<float>(), x.numel(), stream_);
+  cuda::gelu(act_, x.raw(), x.numel(), stream_);
   cuda::check_launch("gelu");
 }
 
 void CudaBackend::add(Tensor& x, const Tensor& y) {
-  cuda::add(x.data<float>(), resident(y), x.numel(), y.numel(), stream_);
+  cuda::add(act_, x.raw(), resident(y, act_), x.numel(), y.numel(), stream_);
   cuda::check_launch("add");
 }
 
 void CudaBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, Tensor& y) {
   const int64_t cin = x.dim(0), t_in = x.dim(1), cout = w.dim(0), kw = w.dim(2), t_out = y.dim(1);
+  // The channel-major convolution of the reference layout, computed in fp32.
+  Tensor x32 = alloc(x.shape(), DType::F32), y32 = act_ == DType::F32 ? y : alloc(y.shape(), DType::F32);
+  copy(x, x32);
   Tensor cols = alloc({cin * kw, t_out}, DType::F32);
-  cuda::im2col(x.data<float>(), cols.data<float>(), cin, t_in, kw, t_out, stride, padding, stream_);
+  cuda::im2col(x32.data<float>(), cols.data<float>(), cin, t_in, kw, t_out, stride, padding, stream_);
   cuda::check_launch("im2col");
-  // y[cout, t_out] = W[cout, cin·k] · cols[cin·k, t_out] + b (bias as a column broadcast).
   Tensor bias_rows = alloc({t_out, cout}, DType::F32);
-  cuda::fill_rows(bias_rows.data<float>(), resident(b), t_out, cout, stream_);
-  cuda::transpose(bias_rows.data<float>(), y.data<float>(), t_out, cout, stream_);
+  cuda::fill_rows(bias_rows.data<float>(), static_cast<const float*>(resident(b, DType::F32)), t_out, cout, stream_);
+  cuda::transpose(DType::F32, bias_rows.raw(), y32.raw(), t_out, cout, stream_);
   const float alpha = 1.0f, beta = 1.0f;
   const int kk = static_cast<int>(cin * kw);
-  // Column-major yᵀ[t_out, cout] = colsᵀ · Wᵀ.
   check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(t_out), static_cast<int>(cout), kk, &alpha,
-                    cols.data<float>(), static_cast<int>(t_out), resident(w), kk, &beta, y.data<float>(),
-                    static_cast<int>(t_out)),
+                    cols.data<float>(), static_cast<int>(t_out), static_cast<const float*>(resident(w, DType::F32)), kk,
+                    &beta, y32.data<float>(), static_cast<int>(t_out)),
         "sgemm (conv1d)");
+  if (act_ != DType::F32) copy(y32, y);
 }
 
-void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
-                            int64_t causal_offset, Tensor& out, Tensor* weights) {
-  const int64_t tq = q.dim(0), tk = k.dim(0), d = q.dim(1), hd = d / n_heads;
-  Tensor scores = alloc({n_heads, tq, tk}, DType::F32);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd)), one = 1.0f, zero = 0.0f;
-  // Per head: S = scale · Q_h K_hᵀ (heads are column blocks of width hd, leading dim d).
-  check(cublasSgemmStridedBatched(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(tk), static_cast<int>(tq),
-                                  static_cast<int>(hd), &scale, resident(k), static_cast<int>(d), hd, resident(q),
-                                  static_cast<int>(d), hd, &zero, scores.data<float>(), static_cast<int>(tk), tq * tk,
-                                  n_heads),
-        "sgemm (attention scores)");
-  cuda::softmax(scores.data<float>(), n_heads, tq, tk, causal, causal_offset, stream_);
-  cuda::check_launch("softmax");
-  check(cublasSgemmStridedBatched(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(hd), static_cast<int>(tq),
-                                  static_cast<int>(tk), &one, resident(v), static_cast<int>(d), hd,
-                                  scores.data<float>(), static_cast<int>(tk), tq * tk, &zero, out.data<float>(),
-                                  static_cast<int>(d), hd, n_heads),
-        "sgemm (attention values)");
-  if (weights) {
-    const cudaMemcpyKind kind = weights->device() == Device::Cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
-    check(cudaMemcpyAsync(weights->raw(), scores.raw(), scores.nbytes(), kind, stream_), "copying attention weights");
-    if (kind == cudaMemcpyDeviceToHost) check(cudaStreamSynchronize(stream_), "copying attention weights");
-  }
-}
-
-void CudaBackend::embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,
-                            int64_t first_position, Tensor& out) {
-  Tensor dev_ids = alloc({static_cast<int64_t>(ids.size())}, DType::I32);
-  check(cudaMemcpyAsync(dev_ids.raw(), ids.data(), ids.size_bytes(), cudaMemcpyHostToDevice, stream_), "uploading ids");
-  cuda::embedding(resident(table), dev_ids.data<int32_t>(), static_cast<int64_t>(ids.size()), table.dim(1),
-                  positions ? resident(*positions) : nullptr, first_position, out.data<float>(), stream_);
-  cuda::check_launch("embedding");
-  // The id buffer is host-pageable memory: wait so the caller may reuse it.
-  check(cudaStreamSynchronize(stream_), "embedding");
-}
-
-void CudaBackend::copy(const Tensor& src, Tensor& dst) {
-  if (src.dtype() != dst.dtype() || src.nbytes() != dst.nbytes())
-    throw Error(ErrorCode::Internal, "[cuda] copy needs equal dtypes and sizes: " + src.describe() + " → " + dst.describe());
-  const cudaMemcpyKind kind = src.device() == Device::Cuda
-                                  ? (dst.device() == Device::Cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
-                                  : (dst.device() == Device::Cuda ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
-  check(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), kind, stream_), "copy");
-  if (kind != cudaMemcpyDeviceToDevice) check(cudaStreamSynchronize(stream_), "copy");
+void CudaBackend::conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
+                                         Tensor& y) {
+  const int64_t t_in = x.dim(0), cin = x.dim(1), kw = w.dim(2), t_out = y.dim(0);
+  // Time-major im2col, then the convolution is one product with a GELU epilogue whose
+  // output is already [T, C].
+  Tensor cols = alloc({t_out, cin * kw}, act_);
+  cuda::im2col_time_major(act_, x.raw(), cols.raw(), cin, t_in, kw, t_out, stride, padding, stream_);
+  cuda::check_launch("im2col_time_major");
+  linear(cols, w.reshape({w.dim(0), cin * kw}), &b, y, Epilogue::Gelu);
 }
 
 void CudaBackend::transpose(const Tensor& x, Tensor& y) {
-  cuda::transpose(x.data<float>(), y.data<float>(), x.dim(0), x.dim(1), stream_);
+  cuda::transpose(act_, x.raw(), y.raw(), x.dim(0), x.dim(1), stream_);
   cuda::check_launch("transpose");
 }
 
-Tensor CudaBackend::to_device(const Tensor& host) {
-  if (host.device() == Device::Cuda) return host;
-  Tensor t = alloc(host.shape(), host.dtype());
-  check(cudaMemcpyAsync(t.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream_), "upload");
-  check(cudaStreamSynchronize(stream_), "upload");
-  return t;
+void CudaBackend::embedding(const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths,
+                            int n_new, Tensor& out) {
+  if (ids.device() != Device::Cuda || lengths.device() != Device::Cuda)
+    throw Error(ErrorCode::Internal, "[cuda] embedding ids and lengths must be on the GPU");
+  cuda::embedding(act_, resident(table, act_), resident(positions, act_), ids.data<int32_t>(), lengths.data<int32_t>(),
+                  ids.numel(), n_new, table.dim(1), out.raw(), stream_);
+  cuda::check_launch("embedding");
 }
 
-Tensor CudaBackend::to_host(const Tensor& t) {
-  if (t.device() == Device::Cpu) return t;
-  Tensor host = Tensor::empty(t.shape(), t.dtype());
-  check(cudaMemcpyAsync(host.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, stream_), "download");
-  check(cudaStreamSynchronize(stream_), "download");
-  return host;
+void CudaBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) {
+  if (logits.device() != Device::Cuda || spec.device() != Device::Cuda || out.device() != Device::Cuda)
+    throw Error(ErrorCode::Internal, "[cuda] select_tokens reads and writes GPU tensors");
+  const int rows = static_cast<int>(logits.dim(0));
+  Tensor scratch = alloc({cuda::select_tokens_scratch(rows, k)}, DType::F32);
+  cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), spec.data<int32_t>(), k,
+                      scratch.data<float>(), out.data<int32_t>(), stream_);
+  cuda::check_launch("select_tokens");
 }
-
-void CudaBackend::synchronize() { check(cudaStreamSynchronize(stream_), "synchronize"); }
 
 }  // namespace hark

@@ -1,53 +1,145 @@
-// The CUDA backend (fp32 reference path): cuBLAS for every matrix product, the kernels
-// of kernels.cu for the rest, all on one stream. Weights are uploaded once, on first use,
-// and converted to fp32 on the device.
+// The CUDA backend. Activations are fp32 (the reference path: cuBLAS in pedantic fp32 for
+// every product), or f16 / bf16 (the fast path: cuBLASLt with fused epilogues, few-row
+// products in gemv.cu, flash attention for the encoder, split-K decoder attention). All
+// work runs on one stream; weights are uploaded once, on first use, in the dtype the
+// kernels read. replay() records a step as a CUDA graph (cuda_replay.cc).
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
+#include <tuple>
+#include <vector>
 
 #include "core/backend.h"
+#include "core/cuda/gemm_lt.h"
 
 namespace hark {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device_index);
+  CudaBackend(int device_index, DType act_dtype);
   ~CudaBackend() override;
 
-  std::string name() const override { return "cuda:" + std::to_string(device_index_); }
+  std::string name() const override;
   Device device() const override { return Device::Cuda; }
   int threads() const override { return 1; }
+  DType act_dtype() const override { return act_; }
   Tensor alloc(const Shape& shape, DType dtype) override;
+  Tensor alloc_host(const Shape& shape, DType dtype) override;
 
-  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) override;
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) override;
+  void linear_packed(const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                     Tensor& y) override;
   void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) override;
+  void norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                   const Tensor* bias, Tensor& y, Epilogue epilogue) override;
+  void norm_linear_packed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                          std::span<const Tensor* const> ws, std::span<const Tensor* const> biases, Tensor& y) override;
   void gelu(Tensor& x) override;
   void add(Tensor& x, const Tensor& y) override;
   void conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, Tensor& y) override;
+  void conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
+                              Tensor& y) override;
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
                  int64_t causal_offset, Tensor& out, Tensor* weights) override;
-  void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor* positions,
-                 int64_t first_position, Tensor& out) override;
+  void self_attention(const Tensor& qkv, int batch, int n_heads, Tensor& out) override;
+  void cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new,
+                        int n_heads, Tensor& out) override;
+  void cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
+                       std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor& out,
+                       Tensor* weights) override;
+  void embedding(const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths, int n_new,
+                 Tensor& out) override;
   void copy(const Tensor& src, Tensor& dst) override;
+  void copy_async(const Tensor& src, Tensor& dst) override;
   void transpose(const Tensor& x, Tensor& y) override;
+  void gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
+                        std::span<const int> lengths) override;
+  void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
+  bool prefers_device_selection() const override { return act_ != DType::F32; }
+  Tensor log_mel(std::span<const float> samples, int64_t pad, const Tensor& filters) override;
   Tensor to_device(const Tensor& host) override;
   Tensor to_host(const Tensor& t) override;
+  void replay(uint64_t key, const std::function<void()>& step) override;
+  void forget_replay(uint64_t key) override;
+  bool records_replays() const override { return graphs_enabled_; }
   void synchronize() override;
 
  private:
-  // The fp32 device copy of `t`: t itself when it already lives on the device, else a
-  // cached upload of the host weight (keyed by address and size).
-  const float* resident(const Tensor& t);
+  // What replay() knows of one key: measured arena size, then the recorded graph.
+  struct Replay {
+    int calls = 0;
+    size_t arena_bytes = 0;
+    void* arena = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    bool failed = false;  // recording did not work: run the step directly
+  };
+  // The device copy of `t` in `dtype`: t itself when it already lives on the device in
+  // that dtype, else a cached upload of the host weight (keyed by address, size, dtype).
+  const void* resident(const Tensor& t, DType dtype);
+  // fp32 product through cuBLAS (the reference path): y (ld ldy) = x·wᵀ (+ bias).
+  void product_f32(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy, float beta);
+  // 16-bit product: gemv.cu for a few rows, cuBLASLt otherwise; w (and bias) resident.
+  void product_half(const void* x, int64_t m, int64_t k, const void* w, int64_t n, const void* bias, DType y_dt,
+                    void* y, Epilogue epilogue);
+  struct Packed;
+  // The concatenated weight and bias of a packed product, made on first use.
+  const Packed& packed_weights(std::span<const Tensor* const> ws, std::span<const Tensor* const> biases);
+  // The layer norm folded into the few-row product (gemv.cu); false where it does not apply.
+  bool fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                 const Tensor* bias, Tensor& y, Epilogue epilogue);
+  // Few-row shapes that cuBLASLt runs faster than gemv.cu.
+  bool prefers_lt(int64_t m, int64_t n, int64_t k) const;
+  // A device buffer of at least `bytes`, reused between calls (i32 index uploads).
+  int32_t* upload_ints(std::span<const int> values);
 
   int device_index_;
+  DType act_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  void* workspace_ = nullptr;  // cuBLAS/cuBLASLt workspace (fixed: graph capture allocates nothing)
+  std::unique_ptr<cuda::LtGemm> lt_;
   std::mutex cache_mutex_;
-  std::map<std::pair<const void*, size_t>, Tensor> weights_;
+  // Device copies keyed by the host tensor's address; each entry also holds the host
+  // tensor, so that its address cannot be reused by another weight while cached.
+  struct Resident {
+    Tensor host, device;
+  };
+  std::map<std::tuple<const void*, size_t, DType>, Resident> weights_;
+  struct Packed {
+    std::vector<Tensor> parts;  // the host weights and biases packed (kept alive, see above)
+    Tensor weight, bias;
+  };
+  std::map<std::pair<const void*, size_t>, Packed> packed_;
+  Tensor index_buffer_, index_staging_;
+  Tensor dft_basis_;  // [400, 402] f32: cos and −sin of the 400-point DFT, bins 0..200
+  std::map<const void*, Tensor> mel_filters_;  // [201, n_mels] f32 per filter bank
+  // Cross-attention's per-(query, head) chunk counters (decoder_attention.cu), zeroed once.
+  static constexpr int64_t kCrossCounters = 1 << 16;
+  Tensor cross_counters_;
+  int* cross_counters();
+
+  bool graphs_enabled_ = true;
+  bool lt_for_few_rows_ = false;  // HARK_CUDA_GEMV=lt: cuBLASLt for decoder steps too (measurements)
+  std::map<uint64_t, std::unique_ptr<Replay>> replays_;
+  // While a step is measured or recorded, alloc() serves it from this arena.
+  struct Arena {
+    char* base = nullptr;
+    size_t size = 0, used = 0, peak = 0;
+    bool measuring = false;
+  };
+  Arena* arena_ = nullptr;
+  // Serves allocations normally for its lifetime (weights made during a recorded step).
+  struct PauseArena {
+    Arena*& slot;
+    Arena* saved;
+    explicit PauseArena(Arena*& a) : slot(a), saved(a) { slot = nullptr; }
+    ~PauseArena() { slot = saved; }
+  };
 };
 
 }  // namespace hark

@@ -1,31 +1,104 @@
 // Host entry points of the CUDA kernels (one family per .cu file). All take raw device
-// pointers and the stream to run on; shapes are row-major.
+// pointers and the stream to run on; shapes are row-major. `dt` is the element type of
+// activations (DType F32, F16 or BF16); functions dispatch on it inside the .cu file.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "core/tensor.h"
+
 namespace hark::cuda {
 
-void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t d, float eps,
-                cudaStream_t stream);
-void gelu(float* x, int64_t n, cudaStream_t stream);
-// x += y where y has n elements (same shape) or `row` elements broadcast over x's rows.
-void add(float* x, const float* y, int64_t n, int64_t y_n, cudaStream_t stream);
-// y[rows, cols] = bias broadcast over rows.
+// ---- elementwise.cu -------------------------------------------------------------------
+void gelu(DType dt, void* x, int64_t n, cudaStream_t stream);
+// x += y where y has n elements (same shape) or `y_n` elements broadcast over x's rows.
+void add(DType dt, void* x, const void* y, int64_t n, int64_t y_n, cudaStream_t stream);
+// dst = src converted between any two of f32 / f16 / bf16.
+void convert(DType src_dt, const void* src, DType dst_dt, void* dst, int64_t n, cudaStream_t stream);
+// y[rows, cols] = bias broadcast over rows (f32).
 void fill_rows(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream);
+void transpose(DType dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t stream);
+// cols[cin·k, t_out] from x[cin, t_in] for a 1-D convolution (f32).
+void im2col(const float* x, float* cols, int64_t cin, int64_t t_in, int64_t k, int64_t t_out, int stride, int padding,
+            cudaStream_t stream);
+// Time-major im2col: cols[t_out, cin·k] with cols[t, ci·k + j] = x[t·stride + j − padding, ci].
+void im2col_time_major(DType dt, const void* x, void* cols, int64_t cin, int64_t t_in, int64_t k, int64_t t_out,
+                       int stride, int padding, cudaStream_t stream);
+// out[i] = table[ids[i]] + positions[lengths[i / n_new] + i % n_new], all rows of width d.
+void embedding(DType dt, const void* table, const void* positions, const int32_t* ids, const int32_t* lengths,
+               int64_t n, int n_new, int64_t d, void* out, cudaStream_t stream);
+// Row gather: dst sequence i (rows_per_seq rows of row_bytes) gets the first lengths[i] rows
+// of src sequence source[i]; source and lengths are device arrays of `count` entries.
+void gather_sequences(const void* src, void* dst, const int32_t* source, const int32_t* lengths, int count,
+                      int64_t rows_per_seq, int64_t row_bytes, cudaStream_t stream);
+
+// ---- softmax.cu (fp32 reference attention) ---------------------------------------------
 // In-place softmax over rows of length tk; with causal, row i of each [tq, tk] block keeps
 // entries [0, i + offset] and zeroes the rest.
 void softmax(float* scores, int64_t blocks, int64_t tq, int64_t tk, bool causal, int64_t offset, cudaStream_t stream);
-// cols[cin·k, t_out] from x[cin, t_in] for a 1-D convolution.
-void im2col(const float* x, float* cols, int64_t cin, int64_t t_in, int64_t k, int64_t t_out, int stride, int padding,
-            cudaStream_t stream);
-void transpose(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
-// out[i] = table[ids[i]] (+ positions[first + i]).
-void embedding(const float* table, const int32_t* ids, int64_t n, int64_t d, const float* positions, int64_t first,
-               float* out, cudaStream_t stream);
-// fp16 / bf16 (dtype 1 / 2) → fp32.
-void half_to_float(const uint16_t* src, int dtype, float* dst, int64_t n, cudaStream_t stream);
+
+// ---- layer_norm.cu ---------------------------------------------------------------------
+// y = (x − mean) / sqrt(var + eps) · gamma + beta per row; gamma/beta f32.
+void layer_norm(DType dt, const void* x, const float* gamma, const float* beta, void* y, int64_t rows, int64_t d,
+                float eps, cudaStream_t stream);
+
+// ---- gemv.cu: the decoder's few-row products, bound by weight reads ---------------------
+constexpr int kGemvMaxRows = 8;
+enum class GemvEpilogue : int { None = 0, Gelu = 1, Residual = 2 };
+// A layer norm applied to x first (gamma, beta f32 of width k).
+struct GemvNorm {
+  const float *gamma, *beta;
+  float eps;
+};
+// y[m, n] (row stride ldy, element type y_dt = dt or F32) = x[m, k]·w[n, k]ᵀ + bias, then
+// the epilogue; m ≤ kGemvMaxRows, k a multiple of 8; w, x, bias in dt (f16 or bf16).
+void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
+          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm = nullptr);
+// Raises the kernels' shared-memory limit (once per device, before any graph capture).
+void gemv_setup();
+
+// The attention kernels serve these head dims (every Whisper size has 64; hark's bundled
+// model has 32).
+inline bool attention_head_dim_supported(int64_t head_dim) { return head_dim == 32 || head_dim == 64; }
+
+// ---- flash_attention.cu: encoder self-attention, f16/bf16 -------------------------------
+// qkv[batch·t, 3·d] packed (d = n_heads · head_dim), out[batch·t, d]; no score matrix.
+void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads, int head_dim,
+                     cudaStream_t stream);
+
+// ---- decoder_attention.cu: any activation dtype -----------------------------------------
+// Appends the new K/V of each row to its cache and attends causally (see Backend).
+void cached_attention(DType dt, const void* qkv, void* cache_k, void* cache_v, const int32_t* lengths, int rows,
+                      int n_new, int64_t n_ctx, int n_heads, int head_dim, void* out, cudaStream_t stream);
+// Split-K cross-attention: q[rows·n_new, d] against window row_window[row] of kv.
+// `partials` is scratch of cross_attention_scratch() floats. With `counters` (zeroed ints,
+// one per query row and head, left zeroed) the last chunk of each combines them in the
+// same launch; without, a second kernel does.
+int64_t cross_attention_scratch(int rows, int n_new, int n_heads, int head_dim, int64_t frames);
+void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t v_col,
+                     int64_t frames, int windows, const int32_t* row_window, int rows, int n_new, int n_heads,
+                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters = nullptr);
+// Softmax weights [rows, n_heads, n_new, frames] (f32) of the same attention, for word timing.
+void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t frames,
+                             const int32_t* row_window, int rows, int n_new, int n_heads, int head_dim, float* weights,
+                             cudaStream_t stream);
+
+// ---- token_select.cu -------------------------------------------------------------------
+// Backend::select_tokens: out[rows, k, 2] i32 (token, log-probability bits), all on the
+// device; `scratch` holds select_tokens_scratch() floats.
+int64_t select_tokens_scratch(int rows, int k);
+void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, float* scratch, int32_t* out,
+                   cudaStream_t stream);
+
+// ---- mel.cu: the log-mel front end ------------------------------------------------------
+// out[frames, 400]: Hann-windowed frames of `samples` (n of them) padded with zeros to
+// `padded`, reflected at both ends.
+void mel_frames(const float* samples, int64_t n, int64_t padded, int64_t frames, float* out, cudaStream_t stream);
+// power[frames, 201] = re² + im² of spectrum[frames, 201, 2].
+void mel_power(const float* spectrum, int64_t frames, float* power, cudaStream_t stream);
+// out[n_mels, frames] = log10(max(mel[frames, n_mels], 1e-10)).
+void mel_log_transpose(const float* mel, int64_t frames, int n_mels, float* out, cudaStream_t stream);
 
 }  // namespace hark::cuda

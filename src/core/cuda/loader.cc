@@ -69,7 +69,8 @@ bool cuda_available() {
   return m.device_count && m.device_count() > 0;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device_index) {
+std::unique_ptr<Backend> make_cuda_backend(int device_index, const BackendOptions& options) {
+  const DType act = parse_compute_type(options.compute_type, Device::Cuda);
   const Module& m = module();
   if (!m.create)
     throw Error(ErrorCode::Unavailable,
@@ -77,7 +78,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device_index) {
                     "\nSet HARK_CUDA_MODULE to its path, install the CUDA libraries, or use --device cpu");
   int code = 0;
   char message[512] = {0};
-  Backend* backend = m.create(device_index, &code, message, sizeof message);
+  Backend* backend = m.create(device_index, static_cast<int>(act), &code, message, sizeof message);
   if (!backend) throw Error(static_cast<ErrorCode>(code), message);
   return std::unique_ptr<Backend>(backend);
 }

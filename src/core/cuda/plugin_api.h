@@ -14,10 +14,13 @@ extern "C" {
 
 // Number of CUDA devices the driver reports (0 when there is no driver or no GPU).
 using HarkCudaDeviceCount = int (*)();
-// A new backend on device `index`, or null with `error` (a hark ErrorCode as int, and a
-// message) filled in. The caller owns the backend.
-using HarkCudaCreateBackend = hark::Backend* (*)(int index, int* error_code, char* message, size_t message_size);
+// A new backend on device `index` keeping activations in `act_dtype` (a hark DType as
+// int: F32, F16 or BF16), or null with `error` (a hark ErrorCode as int, and a message)
+// filled in. The caller owns the backend.
+using HarkCudaCreateBackend = hark::Backend* (*)(int index, int act_dtype, int* error_code, char* message,
+                                                 size_t message_size);
 
 inline constexpr const char* kHarkCudaDeviceCountSymbol = "hark_cuda_device_count";
-inline constexpr const char* kHarkCudaCreateBackendSymbol = "hark_cuda_create_backend";
+// Versioned: a module built before compute types existed is refused, not misused.
+inline constexpr const char* kHarkCudaCreateBackendSymbol = "hark_cuda_create_backend_v2";
 }

@@ -149,7 +149,10 @@ TEST_P(Malformed, GivesItsErrorCode) {
     ADD_FAILURE() << c.name << ": decoded " << out.size() << " samples, expected " << to_string(c.expected);
   } catch (const Error& e) {
     RecordProperty("message", e.what());
-    EXPECT_EQ(e.code(), c.expected) << c.name << ": " << e.what();
+    // Without FFmpeg, whatever is not a PCM WAV is refused with a message naming the option.
+    const bool refused_without_ffmpeg = !audio_has_ffmpeg() && e.code() == ErrorCode::UnsupportedFormat &&
+                                        std::string(e.what()).find("HARK_FFMPEG") != std::string::npos;
+    if (!refused_without_ffmpeg) EXPECT_EQ(e.code(), c.expected) << c.name << ": " << e.what();
     EXPECT_EQ(std::string(e.what()).rfind("[audio]", 0), 0u) << e.what();
   }
 }

@@ -115,8 +115,12 @@ TEST(CpuBackend, ShapeErrorsAreClear) {
   auto be = make_cpu_backend({1});
   Tensor x = Tensor::zeros({2, 3}), w = Tensor::zeros({4, 5});
   EXPECT_THROW(ops::linear(*be, x, w, nullptr), Error);
-  std::vector<int32_t> ids = {9};
-  EXPECT_THROW(ops::embedding(*be, Tensor::zeros({3, 2}), ids), Error);
+  Tensor ids = Tensor::zeros({1}, DType::I32), lengths = Tensor::zeros({1}, DType::I32);
+  ids.data<int32_t>()[0] = 9;
+  EXPECT_THROW(ops::embedding(*be, Tensor::zeros({3, 2}), Tensor::zeros({4, 2}), ids, lengths, 1), Error);
+  EXPECT_THROW(ops::linear(*be, x, Tensor::zeros({4, 3}), nullptr, Epilogue::Residual), Error);
+  EXPECT_THROW(make_cpu_backend({.threads = 1, .compute_type = "f16"}), Error);
+  EXPECT_THROW(make_backend("cpu", {.threads = 1, .compute_type = "int4"}), Error);
   EXPECT_THROW(make_backend("tpu", {}), Error);
 }
 

@@ -3,6 +3,7 @@
 // of 32 to int8 can cause (the integer path) or fp32 rounding (the sgemm panel path).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -75,8 +76,14 @@ TEST_P(QuantGemm, EveryFormatAndRowCountMatchesTheDequantizedProduct) {
     for (int64_t k : {f.elems == 32 ? int64_t{224} : int64_t{256}, int64_t{512}}) {
       for (int64_t m : {1, 2, 3, 4, 5, 8, 13, 40}) {
         const Problem p = make_problem(f.dtype, m, 37, k, static_cast<unsigned>(m * 100 + k + f.ggml_type));
-        std::vector<float> y(m * p.n, -1.0f);
-        quant_linear(pool, p.x.data(), m, p.k, p.w, p.bias.data(), y.data());
+        // Output rows 3 values apart more than n (packed products write column blocks).
+        const int64_t ldy = p.n + 3;
+        std::vector<float> strided(m * ldy, -7.0f), y(m * p.n);
+        quant_linear(pool, p.x.data(), m, p.k, p.w, p.bias.data(), strided.data(), ldy);
+        for (int64_t r = 0; r < m; ++r) {
+          std::copy_n(strided.data() + r * ldy, p.n, y.data() + r * p.n);
+          for (int64_t j = p.n; j < ldy; ++j) ASSERT_EQ(strided[r * ldy + j], -7.0f) << "wrote past a row";
+        }
         expect_close(p, y, m <= 2 * kQuantGemvMaxRows, std::string(f.name) + " m=" + std::to_string(m) + " k=" +
                                                            std::to_string(k));
       }
@@ -89,9 +96,9 @@ TEST_P(QuantGemm, AgreesWithThePortablePath) {
   for (const quant::BlockInfo& f : quant::formats()) {
     const Problem p = make_problem(f.dtype, 5, 70, f.elems == 32 ? 480 : 768, 7);  // 15 blocks of 32
     std::vector<float> mine(5 * 70), portable(5 * 70);
-    quant_linear(pool, p.x.data(), 5, p.k, p.w, nullptr, mine.data());
+    quant_linear(pool, p.x.data(), 5, p.k, p.w, nullptr, mine.data(), 70);
     ASSERT_TRUE(set_quant_isa("scalar"));
-    quant_linear(pool, p.x.data(), 5, p.k, p.w, nullptr, portable.data());
+    quant_linear(pool, p.x.data(), 5, p.k, p.w, nullptr, portable.data(), 70);
     ASSERT_TRUE(set_quant_isa(GetParam()));
     // Same integer sums; only the order of the fp32 accumulation differs.
     for (size_t i = 0; i < mine.size(); ++i)
@@ -127,11 +134,25 @@ TEST(QuantGemm, BackendLinearRunsQuantizedWeights) {
   Tensor bias = Tensor::from_vector(p.bias, {40});
   const Tensor y = ops::linear(be, x, p.w, &bias);
   expect_close(p, y.to_vector(), true, "backend");
+  // Packed with another product (the decoder's Q/K/V): each writes its column block.
+  const Tensor* ws[] = {&p.w, &p.w};
+  const Tensor* bs[] = {&bias, nullptr};
+  const Tensor packed = ops::linear_packed(be, x, ws, bs);
+  ASSERT_EQ(packed.shape(), (Shape{3, 80}));
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t j = 0; j < 40; ++j) {
+      ASSERT_EQ(packed.data<float>()[r * 80 + j], y.data<float>()[r * 40 + j]);
+      ASSERT_NEAR(packed.data<float>()[r * 80 + 40 + j], y.data<float>()[r * 40 + j] - p.bias[j], 1e-4f);
+    }
   // The token embedding of a quantized checkpoint: rows are dequantized on lookup.
-  const std::vector<int32_t> ids = {3, 39};
-  const Tensor e = ops::embedding(be, p.w, ids);
+  Tensor ids = Tensor::empty({2}, DType::I32), lengths = Tensor::zeros({2}, DType::I32);
+  ids.data<int32_t>()[0] = 3;
+  ids.data<int32_t>()[1] = 39;
+  const Tensor positions = Tensor::zeros({4, 256});
+  const Tensor e = ops::embedding(be, p.w, positions, ids, lengths, 1);
   for (int i = 0; i < 2; ++i)
-    for (int64_t j = 0; j < p.k; ++j) ASSERT_EQ(e.data<float>()[i * p.k + j], p.w_values[ids[i] * p.k + j]);
+    for (int64_t j = 0; j < p.k; ++j)
+      ASSERT_EQ(e.data<float>()[i * p.k + j], p.w_values[ids.data<int32_t>()[i] * p.k + j]);
 }
 
 TEST(QuantGemm, ReportsAnInstructionSet) {

@@ -1,21 +1,29 @@
-// The CUDA backend's ops against the CPU backend on random data (fp32 reference path:
-// relative L2 ≤ 1e-5). Every test skips cleanly on a machine without a GPU.
+// The CUDA backend's ops against the CPU backend (fp32) on random data, for each compute
+// type: fp32 (the reference path: relative L2 ≤ 1e-5), f16 (≤ 4e-3) and bf16 (≤ 3e-2),
+// the half tolerances covering the rounding of inputs and outputs to 16 bits. Every test
+// skips cleanly on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include <bit>
+
 #include "core/ops.h"
+#include "core/token_select.h"
 #include "test_support.h"
 
 namespace hark {
 namespace {
 
-class CudaOps : public ::testing::Test {
+double tolerance(DType dt) { return dt == DType::F32 ? 1e-5 : dt == DType::F16 ? 4e-3 : 3e-2; }
+
+class CudaOps : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
-    gpu = make_cuda_backend(0);
+    gpu = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
     cpu = make_cpu_backend({2});
+    tol = tolerance(gpu->act_dtype());
   }
   Tensor random(Shape shape, float scale = 1.0f) {
     std::uniform_real_distribution<float> u(-scale, scale);
@@ -23,56 +31,261 @@ class CudaOps : public ::testing::Test {
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
     return t;
   }
+  // A host fp32 tensor as a GPU activation in the compute dtype.
+  Tensor up(const Tensor& host) {
+    Tensor t = gpu->alloc(host.shape(), gpu->act_dtype());
+    gpu->copy(host, t);
+    return t;
+  }
+  Tensor ints(std::vector<int32_t> values, bool on_gpu) {
+    Tensor t = Tensor::empty({static_cast<int64_t>(values.size())}, DType::I32);
+    std::copy(values.begin(), values.end(), t.data<int32_t>());
+    return on_gpu ? gpu->to_device(t) : t;
+  }
   double compare(const Tensor& on_gpu, const Tensor& on_cpu) {
-    return test::relative_l2(gpu->to_host(on_gpu), on_cpu);
+    return test::relative_l2(gpu->to_host(on_gpu).to_f32(), on_cpu);
   }
   std::mt19937 rng{1234};
   std::unique_ptr<Backend> gpu, cpu;
+  double tol = 0;
 };
 
-TEST_F(CudaOps, LinearLayerNormGelu) {
-  Tensor x = random({37, 96}), w = random({130, 96}), b = random({130}), g = random({130}), beta = random({130});
-  Tensor xg = gpu->to_device(x);
-  Tensor yg = ops::linear(*gpu, xg, w, &b), yc = ops::linear(*cpu, x, w, &b);
-  EXPECT_LT(compare(yg, yc), 1e-5);
-  Tensor ng = ops::layer_norm(*gpu, yg, g, beta), nc = ops::layer_norm(*cpu, yc, g, beta);
-  EXPECT_LT(compare(ng, nc), 1e-5);
-  ops::gelu(*gpu, ng);
-  ops::gelu(*cpu, nc);
-  EXPECT_LT(compare(ng, nc), 1e-5);
-  ops::add(*gpu, ng, b);
-  ops::add(*cpu, nc, b);
-  EXPECT_LT(compare(ng, nc), 1e-5);
+TEST_P(CudaOps, LinearEveryEpilogueAndRowCount) {
+  for (int64_t m : {1, 3, 8, 9, 40, 300}) {
+    Tensor x = random({m, 96}), w = random({136, 96}, 0.2f), b = random({136}), res = random({m, 136});
+    for (Epilogue e : {Epilogue::None, Epilogue::Gelu}) {
+      Tensor yg = ops::linear(*gpu, up(x), w, &b, e), yc = ops::linear(*cpu, x, w, &b, e);
+      EXPECT_LT(compare(yg, yc), tol) << "m " << m << " epilogue " << static_cast<int>(e);
+    }
+    Tensor rg = up(res), rc = res.clone();
+    ops::linear_residual(*gpu, up(x), w, &b, rg);
+    ops::linear_residual(*cpu, x, w, &b, rc);
+    EXPECT_LT(compare(rg, rc), tol) << "residual, m " << m;
+    // fp32 logits from activations in the compute dtype.
+    Tensor lg = ops::linear(*gpu, up(x), w, nullptr, Epilogue::None, DType::F32);
+    EXPECT_EQ(lg.dtype(), DType::F32);
+    EXPECT_LT(compare(lg, ops::linear(*cpu, x, w, nullptr)), tol) << "f32 output, m " << m;
+  }
 }
 
-TEST_F(CudaOps, HalfWeightsAreConvertedOnTheDevice) {
+TEST_P(CudaOps, HalfWeightsAreConvertedOnTheDevice) {
   Tensor x = random({3, 64}), w = random({50, 64});
   Tensor wh = Tensor::empty({50, 64}, DType::F16);
   for (int64_t i = 0; i < w.numel(); ++i) wh.data<uint16_t>()[i] = float_to_half(w.data<float>()[i]);
-  EXPECT_LT(compare(ops::linear(*gpu, gpu->to_device(x), wh, nullptr), ops::linear(*cpu, x, wh, nullptr)), 1e-5);
+  EXPECT_LT(compare(ops::linear(*gpu, up(x), wh, nullptr), ops::linear(*cpu, x, wh, nullptr)), tol);
 }
 
-TEST_F(CudaOps, ConvTransposeEmbedding) {
-  Tensor x = random({8, 40}), w = random({16, 8, 3}), b = random({16});
-  Tensor yg = ops::conv1d(*gpu, gpu->to_device(x), w, b, 2, 1), yc = ops::conv1d(*cpu, x, w, b, 2, 1);
-  EXPECT_LT(compare(yg, yc), 1e-5);
-  EXPECT_LT(compare(ops::transpose(*gpu, yg), ops::transpose(*cpu, yc)), 1e-6);
-  Tensor table = random({100, 24}), pos = random({10, 24});
-  std::vector<int32_t> ids = {5, 99, 0};
-  EXPECT_LT(compare(ops::embedding(*gpu, table, ids, &pos, 4), ops::embedding(*cpu, table, ids, &pos, 4)), 1e-7);
+TEST_P(CudaOps, PackedProjections) {
+  for (int64_t m : {2, 33}) {
+    Tensor x = random({m, 64}), w0 = random({64, 64}), w1 = random({32, 64}), w2 = random({48, 64});
+    Tensor b0 = random({64}), b2 = random({48});
+    const Tensor* ws[] = {&w0, &w1, &w2};
+    const Tensor* bs[] = {&b0, nullptr, &b2};
+    EXPECT_LT(compare(ops::linear_packed(*gpu, up(x), ws, bs), ops::linear_packed(*cpu, x, ws, bs)), tol) << m;
+  }
 }
 
-TEST_F(CudaOps, AttentionCausalAndCapture) {
+TEST_P(CudaOps, LayerNormGeluAdd) {
+  Tensor x = random({7, 384}, 3.0f), g = random({384}), b = random({384});
+  Tensor ng = ops::layer_norm(*gpu, up(x), g, b), nc = ops::layer_norm(*cpu, x, g, b);
+  EXPECT_LT(compare(ng, nc), tol);
+  ops::gelu(*gpu, ng);
+  ops::gelu(*cpu, nc);
+  EXPECT_LT(compare(ng, nc), tol);
+  ops::add(*gpu, ng, b);  // one row broadcast (a host weight)
+  ops::add(*cpu, nc, b);
+  EXPECT_LT(compare(ng, nc), tol);
+  Tensor other = random({7, 384});
+  ops::add(*gpu, ng, up(other));
+  ops::add(*cpu, nc, other);
+  EXPECT_LT(compare(ng, nc), tol);
+}
+
+TEST_P(CudaOps, Convolutions) {
+  Tensor x = random({8, 40}), w = random({16, 8, 3}, 0.3f), b = random({16});
+  Tensor yg = ops::conv1d(*gpu, up(x), w, b, 2, 1), yc = ops::conv1d(*cpu, x, w, b, 2, 1);
+  EXPECT_LT(compare(yg, yc), tol);
+  EXPECT_LT(compare(ops::transpose(*gpu, yg), ops::transpose(*cpu, yc)), tol);
+  for (int stride : {1, 2}) {
+    Tensor xt = random({40, 8});
+    Tensor tg = ops::conv1d_gelu_time_major(*gpu, up(xt), w, b, stride, 1);
+    Tensor tc = ops::conv1d_gelu_time_major(*cpu, xt, w, b, stride, 1);
+    ASSERT_EQ(tg.shape(), tc.shape());
+    EXPECT_LT(compare(tg, tc), tol) << "stride " << stride;
+  }
+}
+
+TEST_P(CudaOps, PlainAttentionWithCapture) {
   const int heads = 4;
   Tensor q = random({7, 64}), k = random({19, 64}), v = random({19, 64});
   Tensor wg = Tensor::empty({heads, 7, 19}), wc = Tensor::empty({heads, 7, 19});
   for (bool causal : {false, true}) {
-    Tensor og = ops::attention(*gpu, gpu->to_device(q), gpu->to_device(k), gpu->to_device(v), heads, causal, 12, &wg);
+    Tensor og = ops::attention(*gpu, up(q), up(k), up(v), heads, causal, 12, &wg);
     Tensor oc = ops::attention(*cpu, q, k, v, heads, causal, 12, &wc);
-    EXPECT_LT(compare(og, oc), 1e-5) << "causal " << causal;
-    EXPECT_LT(test::relative_l2(wg, wc), 1e-5);
+    EXPECT_LT(compare(og, oc), tol) << "causal " << causal;
+    EXPECT_LT(test::relative_l2(wg, wc), tol);
   }
 }
+
+TEST_P(CudaOps, EncoderSelfAttention) {
+  struct Case {
+    int batch, heads, head_dim;
+    int64_t t;
+  };
+  for (const Case& c : {Case{2, 4, 64, 100}, Case{1, 6, 64, 1500}, Case{3, 2, 32, 70}, Case{1, 6, 32, 1500}}) {
+    const int64_t d = c.heads * c.head_dim;
+    Tensor qkv = random({c.batch * c.t, 3 * d}, 2.0f);
+    Tensor og = ops::self_attention(*gpu, up(qkv), c.batch, c.heads);
+    Tensor oc = ops::self_attention(*cpu, qkv, c.batch, c.heads);
+    EXPECT_LT(compare(og, oc), tol) << "batch " << c.batch << " t " << c.t << " head dim " << c.head_dim;
+  }
+}
+
+TEST_P(CudaOps, DecoderCachedAttention) {
+  for (int head_dim : {64, 32}) {
+    const int heads = 4, rows = 3;
+    const int64_t d = heads * head_dim, ctx = 40;
+    const std::vector<int32_t> lengths = {0, 5, 17};
+    for (int n_new : {1, 3}) {
+      Tensor qkv = random({rows * n_new, 3 * d}), ck = random({rows * ctx, d}), cv = random({rows * ctx, d});
+      Tensor ckg = up(ck), cvg = up(cv);
+      Tensor og = ops::cached_attention(*gpu, up(qkv), ckg, cvg, ints(lengths, true), n_new, heads);
+      Tensor oc = ops::cached_attention(*cpu, qkv, ck, cv, ints(lengths, false), n_new, heads);
+      EXPECT_LT(compare(og, oc), tol) << "n_new " << n_new << " head dim " << head_dim;
+      // The new keys and values landed where the CPU put them.
+      for (int r = 0; r < rows; ++r) {
+        const int64_t begin = r * ctx + lengths[r], end = begin + n_new;
+        EXPECT_LT(compare(ckg.rows(begin, end), ck.rows(begin, end)), tol);
+        EXPECT_LT(compare(cvg.rows(begin, end), cv.rows(begin, end)), tol);
+      }
+    }
+  }
+}
+
+TEST_P(CudaOps, DecoderCrossAttentionWithWeights) {
+  for (int head_dim : {64, 32}) {
+    const int heads = 2, layers = 2;
+    const int64_t d = heads * head_dim, frames = 150;
+    Tensor kv = random({2 * frames, 2 * layers * d}, 2.0f);
+    const std::vector<int32_t> row_window = {0, 1, 1, 0};
+    const int rows = static_cast<int>(row_window.size());
+    Tensor kvg = up(kv);
+    for (int n_new : {1, 3}) {
+      Tensor q = random({rows * n_new, d}, 2.0f);
+      const PackedKV pc{&kv, frames, 2 * d, 3 * d}, pg{&kvg, frames, 2 * d, 3 * d};  // layer 1
+      Tensor wg = Tensor::empty({rows, heads, n_new, frames}), wc = Tensor::empty({rows, heads, n_new, frames});
+      Tensor og = ops::cross_attention(*gpu, up(q), pg, ints(row_window, true), row_window, n_new, heads, &wg);
+      Tensor oc = ops::cross_attention(*cpu, q, pc, ints(row_window, false), row_window, n_new, heads, &wc);
+      EXPECT_LT(compare(og, oc), tol) << "n_new " << n_new << " head dim " << head_dim;
+      EXPECT_LT(test::relative_l2(wg, wc), tol);
+      Tensor plain = ops::cross_attention(*gpu, up(q), pg, ints(row_window, true), row_window, n_new, heads);
+      EXPECT_LT(compare(plain, oc), tol);
+    }
+  }
+}
+
+TEST_P(CudaOps, EmbeddingAtEachRowsPosition) {
+  Tensor table = random({100, 64}), pos = random({20, 64});
+  const std::vector<int32_t> ids = {5, 99, 0, 7, 7, 1}, lengths = {2, 7};
+  Tensor eg = ops::embedding(*gpu, table, pos, ints(ids, true), ints(lengths, true), 3);
+  Tensor ec = ops::embedding(*cpu, table, pos, ints(ids, false), ints(lengths, false), 3);
+  EXPECT_LT(compare(eg, ec), tol);
+}
+
+TEST_P(CudaOps, CopiesConvertAcrossDevices) {
+  Tensor x = random({33, 17});
+  Tensor g = up(x);
+  EXPECT_EQ(g.dtype(), gpu->act_dtype());
+  Tensor back = Tensor::empty(x.shape());
+  gpu->copy(g, back);
+  EXPECT_LT(test::relative_l2(back, x), tol);
+  Tensor h16 = gpu->alloc_host(x.shape(), gpu->act_dtype());
+  gpu->copy_async(g, h16);
+  gpu->synchronize();
+  EXPECT_LT(test::relative_l2(h16.to_f32(), x), tol);
+}
+
+TEST_P(CudaOps, GatherSequencesForBeams) {
+  const int64_t rows_per_seq = 6, d = 16;
+  Tensor cache = random({3 * rows_per_seq, d});
+  Tensor g = up(cache), c = cache.clone();
+  const std::vector<int> source = {2, 0, 0}, lengths = {3, 5, 1};
+  Tensor* gp[] = {&g};
+  Tensor* cp[] = {&c};
+  const void* address = g.raw();
+  gpu->gather_sequences(gp, rows_per_seq, source, lengths);
+  cpu->gather_sequences(cp, rows_per_seq, source, lengths);
+  EXPECT_EQ(g.raw(), address) << "the GPU gathers in place (recorded steps keep the address)";
+  for (int i = 0; i < 3; ++i) {
+    const int64_t begin = i * rows_per_seq;
+    EXPECT_LT(compare(g.rows(begin, begin + lengths[i]), c.rows(begin, begin + lengths[i])), tol) << i;
+  }
+}
+
+// Choosing tokens on the GPU equals the CPU reference (core/token_select.h) on a Whisper-sized
+// vocabulary, for rows in every timestamp state, greedy (k = 1) and beam (k = 6).
+TEST_P(CudaOps, SelectTokensEqualsTheReference) {
+  const int vocab = 51866, rows = 6, ts = 50365;
+  std::normal_distribution<float> noise(0.0f, 4.0f);
+  Tensor logits = Tensor::empty({rows, vocab});
+  for (int64_t i = 0; i < logits.numel(); ++i) logits.data<float>()[i] = noise(rng);
+  // Make the timestamps likelier in one row so the timestamp-versus-text rule fires.
+  for (int i = ts; i < vocab; ++i) logits.data<float>()[2 * vocab + i] += 6.0f;
+  SelectionRules rules;
+  rules.suppress_blank = true;
+  rules.blank = {220, 50257};
+  rules.suppress = {1, 2, 7, 8, 50258, 50359, 50363};
+  rules.timestamps = true;
+  rules.timestamp_begin = ts;
+  rules.no_timestamps = 50364;
+  rules.eot = 50257;
+  rules.max_initial_timestamp = 50;
+  const std::vector<SampledSummary> summaries = {{0, -1, -1, -1},        {1, ts + 3, -1, ts + 3}, {2, 400, ts + 3, ts + 3},
+                                                 {3, ts + 9, 400, ts + 9}, {4, ts + 9, ts + 9, ts + 9}, {5, 17, 30, ts + 2}};
+  const std::vector<int32_t> spec = make_select_spec(rules, vocab, summaries);
+  Tensor spec_host = Tensor::empty({static_cast<int64_t>(spec.size())}, DType::I32);
+  std::copy(spec.begin(), spec.end(), spec_host.data<int32_t>());
+  for (int k : {1, 6}) {
+    Tensor want = Tensor::empty({rows, k, 2}, DType::I32), got = gpu->alloc({rows, k, 2}, DType::I32);
+    ops::select_tokens(*cpu, logits, spec_host, k, want);
+    ops::select_tokens(*gpu, gpu->to_device(logits), gpu->to_device(spec_host), k, got);
+    Tensor back = gpu->to_host(got);
+    for (int64_t i = 0; i < rows * k; ++i) {
+      EXPECT_EQ(back.data<int32_t>()[2 * i], want.data<int32_t>()[2 * i]) << "k " << k << " entry " << i;
+      EXPECT_NEAR(std::bit_cast<float>(back.data<int32_t>()[2 * i + 1]), std::bit_cast<float>(want.data<int32_t>()[2 * i + 1]),
+                  1e-3)
+          << "k " << k << " entry " << i;
+    }
+  }
+}
+
+// A recorded step must compute what the same calls compute directly, for new inputs
+// written into its input buffer before each replay.
+TEST_P(CudaOps, ReplayedStepsSeeNewInputs) {
+  Tensor table = random({50, 64}), pos = random({10, 64}), w = random({40, 64}), g = random({64}), b = random({64});
+  Tensor staged = gpu->alloc_host({2}, DType::I32), inputs = gpu->alloc({2}, DType::I32);
+  Tensor out = gpu->alloc_host({1, 40}, DType::F32);
+  for (int call = 0; call < 4; ++call) {
+    const int32_t id = 3 + 11 * call, length = call;
+    staged.data<int32_t>()[0] = length;
+    staged.data<int32_t>()[1] = id;
+    gpu->replay(777, [&] {
+      gpu->copy_async(staged, inputs);
+      Tensor x = ops::embedding(*gpu, table, pos, inputs.rows(1, 2), inputs.rows(0, 1), 1);
+      Tensor n = ops::layer_norm(*gpu, x, g, b);
+      Tensor y = ops::linear(*gpu, n, w, nullptr, Epilogue::None, DType::F32);
+      gpu->copy_async(y, out);
+    });
+    gpu->synchronize();
+    Tensor x = ops::embedding(*cpu, table, pos, ints({id}, false), ints({length}, false), 1);
+    Tensor expect = ops::linear(*cpu, ops::layer_norm(*cpu, x, g, b), w, nullptr);
+    EXPECT_LT(test::relative_l2(out, expect), tol) << "call " << call;
+  }
+  gpu->forget_replay(777);
+}
+
+INSTANTIATE_TEST_SUITE_P(ComputeTypes, CudaOps, ::testing::Values("f32", "f16", "bf16"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace hark

@@ -69,7 +69,7 @@ TEST_P(ModelParity, EncoderLogitsAndGreedyMatchTransformers) {
   if (!load_golden(size, g)) GTEST_SKIP() << "no goldens in tests/data/golden/model (run scripts/oracle)";
 
   auto ckpt = std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hparams_for_size(size)));
-  std::shared_ptr<Backend> backend = make_backend(device, {});
+  std::shared_ptr<Backend> backend = make_backend(device, {.threads = 0, .compute_type = "f32"});
   WhisperModel model(ckpt, backend);
   const HParams& hp = model.hparams();
 

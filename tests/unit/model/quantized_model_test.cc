@@ -66,7 +66,7 @@ TEST_P(SyntheticQuantized, ForcedDecodingAgreesWithFp32) {
   const std::vector<int32_t> tokens = meta["tokens"].get<std::vector<int32_t>>();
 
   auto fp32 = std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hparams_for_size(c.size)));
-  const ComputeType ct = resolve_compute_type(parse_compute_type(c.compute_type), *fp32, Device::Cpu);
+  const ComputeType ct = resolve_compute_type(compute_type_named(c.compute_type), *fp32, Device::Cpu);
   auto quantized = apply_compute_type(fp32, ct, Device::Cpu);
   ASSERT_TRUE(dtype_is_quantized(quantized->weights.get("decoder.blocks.0.mlp.0.weight").dtype()));
   BackendOptions bo;

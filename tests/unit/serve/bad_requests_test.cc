@@ -235,8 +235,11 @@ class ApiKey : public ServerFixture {
   }
 };
 
-TEST_F(ApiKey, EveryRouteButHealthNeedsTheBearerToken) {
-  for (const char* path : {"/", "/v1", "/v1/models", "/stats", "/metrics"}) {
+TEST_F(ApiKey, EveryRouteButHealthAndTheWebPageNeedsTheBearerToken) {
+  for (const char* path : {"/", "/audio-worklet.js"})
+    EXPECT_EQ(client().Get(path)->status, 200) << path << ": a browser must load the page to type the key into it";
+  EXPECT_EQ(client().Post("/", "", "text/plain")->status, 401) << "only GET is public";
+  for (const char* path : {"/v1", "/v1/models", "/stats", "/metrics"}) {
     auto r = client().Get(path);
     EXPECT_EQ(r->status, 401) << path;
     EXPECT_NE(r->body.find("missing API key"), std::string::npos) << path;

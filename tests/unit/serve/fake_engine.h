@@ -25,6 +25,7 @@ struct FakeEngineStats {
   std::atomic<int> windows_in_feed{0}, windows_in_finish{0};
   std::atomic<int> running{0}, max_running{0};  // concurrency seen inside the engine
   std::atomic<int> delay_ms{0};
+  std::atomic<bool> hold{false};  // transcribe() waits while set (a cancel still ends it)
   std::atomic<bool> fail_open{false};
 };
 
@@ -95,7 +96,7 @@ class FakeEngine : public Engine {
     while (now > seen && !stats_.max_running.compare_exchange_weak(seen, now)) {}
     struct Leave { std::atomic<int>& r; ~Leave() { --r; } } leave{stats_.running};
     // Work in 5 ms slices so a cancel flag is noticed promptly, as the real seek loop does per window.
-    for (int waited = 0; waited < stats_.delay_ms; waited += 5) {
+    for (int waited = 0; stats_.hold || waited < stats_.delay_ms; waited += 5) {
       if (hooks.cancel && hooks.cancel->load()) {
         ++stats_.cancelled;
         throw Error(ErrorCode::Cancelled, "[fake] cancelled");

@@ -146,6 +146,12 @@ TEST_F(Routes, InfoRoutes) {
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("Hold to talk"), std::string::npos);
   EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(page->body.find("createScriptProcessor"), std::string::npos) << "deprecated; the worklet replaces it";
+  EXPECT_NE(page->body.find("echoCancellation: processing"), std::string::npos);
+  auto worklet = c.Get("/audio-worklet.js");
+  EXPECT_EQ(worklet->status, 200);
+  EXPECT_EQ(worklet->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_NE(worklet->body.find("registerProcessor('hark-resampler'"), std::string::npos);
 }
 
 TEST_F(Routes, ResidencyCountersAndAdminUnload) {

@@ -61,6 +61,37 @@ TEST_F(Sessions, ContainerChunksAreDecoded) {
   EXPECT_EQ(post_json("/v1/audio/sessions/" + id + "/finish", "", "application/json")["text"], " heard 1.00 seconds");
 }
 
+TEST_F(Sessions, PartialPreviewsOnlyTheAudioAfterTheLastFinalSegment) {
+  start_server();
+  const std::string id = post_json("/v1/audio/sessions", "{}", "application/json")["id"];
+  const std::string audio = "/v1/audio/sessions/" + id + "/audio";
+  auto plain = post_json(audio, pcm_seconds(0.2), "audio/pcm;rate=16000");
+  EXPECT_FALSE(plain.contains("partial")) << "previews are opt-in";
+  EXPECT_EQ(post_json(audio + "?partial=1", pcm_seconds(0.01), "audio/pcm;rate=16000")["partial"], "")
+      << "under a second there is nothing to preview";
+  EXPECT_EQ(post_json(audio + "?partial=1", pcm_seconds(1.79), "audio/pcm;rate=16000")["partial"], " heard 2.00 seconds");
+  EXPECT_EQ(post_json(audio + "?partial=0", pcm_seconds(2), "audio/pcm;rate=16000").contains("partial"), false);
+  // 30 s complete the first window: its segment is final and leaves the preview.
+  for (int i = 0; i < 13; ++i) post_json(audio, pcm_seconds(2), "audio/pcm;rate=16000");
+  auto r = post_json(audio + "?partial=true", pcm_seconds(1.5), "audio/pcm;rate=16000");
+  EXPECT_EQ(r["segments"].size(), 1u);
+  EXPECT_EQ(r["partial"], " heard 1.50 seconds");
+  // A preview commits nothing: the final text is the windows alone.
+  EXPECT_EQ(post_json("/v1/audio/sessions/" + id + "/finish", "", "application/json")["text"],
+            " heard 30.00 seconds heard 1.50 seconds");
+}
+
+TEST_F(Sessions, TaskFieldSelectsTranslation) {
+  start_server();
+  const std::string id = post_json("/v1/audio/sessions", R"({"task":"translate","response_format":"verbose_json"})",
+                                    "application/json")["id"];
+  post_json("/v1/audio/sessions/" + id + "/audio", pcm_seconds(1), "audio/pcm;rate=16000");
+  auto done = post_json("/v1/audio/sessions/" + id + "/finish", "", "application/json");
+  EXPECT_EQ(done["task"], "translate");
+  auto bad = post_json("/v1/audio/sessions", R"({"task":"summarize"})", "application/json", 400);
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("'task' must be transcribe or translate"), std::string::npos);
+}
+
 TEST_F(Sessions, SixtyFourOpenThenTooManyRequests) {
   start_server();
   std::vector<std::string> ids;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Everything the GPU fast path is judged by, in one call on the GPU machine (one H200):
+# the CUDA op tests, fp32 parity against the oracle goldens, the fast-path rules (f16 and
+# bf16 against fp32, synthetic shapes and the bundled model), compute-sanitizer memcheck
+# and racecheck, hark's benchmarks and transformers' beside them. Needs the bundle of
+# scripts/device/bundle.sh (.device-carry/bundle.tar.xz, carried). Writes $OUT/results.md
+# plus logs and JSON.
+#   bash scripts/device/run-all.sh [quick|full|profile]
+#     quick: tests on tiny + the bundled model, one f16 benchmark (no sanitizer, no peers)
+#     check: compute-sanitizer (memcheck, racecheck) on the CUDA tests, and Nsight
+#            Compute's duration of every kernel of a turbo f16 bench (encoder windows,
+#            decoder steps) as CSV for scripts/device/kernel_table.py
+#   (full runs everything but check's part; run check in a second call)
+set -uo pipefail
+mode=${1:-full}
+OUT=${OUT:-/tmp/hark-device-out}
+mkdir -p "$OUT"
+root=$(pwd)
+bundle=/tmp/hark-bundle/bundle
+if [[ ! -x $bundle/bin/hark ]]; then
+  mkdir -p /tmp/hark-bundle
+  python3 -c "import tarfile; tarfile.open('.device-carry/bundle.tar.xz').extractall('/tmp/hark-bundle')" ||
+    { echo "no bundle: run scripts/device/bundle.sh here first and carry .device-carry/bundle.tar.xz"; exit 1; }
+fi
+# The binaries were built in /work/main: they find test data and assets there.
+if [[ $root != /work/main && ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
+cuda_lib=$(dirname "$(python3 -c 'import nvidia.cu13, os; print(os.path.join(nvidia.cu13.__path__[0], "lib", "x"))' 2>/dev/null || echo /usr/local/cuda/lib64/x)")
+export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64:$cuda_lib:${LD_LIBRARY_PATH:-}
+export HARK_CUDA_MODULE=$bundle/bin/libhark_cuda.so
+results=$OUT/results.md
+hark=$bundle/bin/hark
+section() { echo; echo "## $*" | tee -a "$results"; }
+run() {  # name, timeout seconds, command...
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "- \`$name\`: exit $rc, $((SECONDS - t0)) s" | tee -a "$results"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |FAILED TEST|tests ran|^\[toy fast path|^(mel|encoder|decoder|window|end to end|cold start|model|transformers) ' "$OUT/$name.log" | head -60 | sed 's/^/    /' | tee -a "$results"
+  return $rc
+}
+{
+  echo "# hark on the GPU machine, $(date -u +%F' '%H:%M) UTC ($mode)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} | tee "$results"
+missing=$(ldd "$hark" "$HARK_CUDA_MODULE" | grep 'not found' | sort -u)
+[[ -n $missing ]] && { echo "missing libraries: $missing" | tee -a "$results"; exit 1; }
+
+if [[ $mode == check ]]; then
+  section "compute-sanitizer"
+  run memcheck 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$bundle/tests/hark_test_cuda"
+  tail -3 "$OUT/memcheck.log" | sed 's/^/    /' | tee -a "$results"
+  run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
+    --gtest_filter='*/f16:-*Linear*:*Packed*'
+  tail -3 "$OUT/racecheck.log" | sed 's/^/    /' | tee -a "$results"
+  run memcheck_graphs 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/tests/hark_test_gpu" \
+    --gtest_filter='*RecordedSteps*tiny_f16*:*BatchedWindows*tiny_f16*'
+  tail -3 "$OUT/memcheck_graphs.log" | sed 's/^/    /' | tee -a "$results"
+  [[ ${NCU:-1} == 0 ]] && { echo "done in $SECONDS s" | tee -a "$results"; exit 0; }
+  section "kernel durations (ncu, large-v3-turbo f16: 2 encoder windows, decoder steps at batch 1 and 5)"
+  for variant in gemv lt; do  # the few-row products through gemv.cu, then through cuBLASLt
+    HARK_CUDA_GEMV=$variant ncu --clock-control none --graph-profiling node --csv --page raw \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 --tokens 3 \
+      >"$OUT/ncu-$variant.csv" 2>"$OUT/ncu-$variant.err"
+    echo "- ncu ($variant): exit $?, $(wc -l <"$OUT/ncu-$variant.csv") lines" | tee -a "$results"
+  done
+  tail -3 "$OUT/ncu.err" | sed 's/^/    /' | tee -a "$results"
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+
+section "CUDA ops (f32, f16, bf16 against the CPU)"
+run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_output=xml:"$OUT/cuda_ops.xml"
+section "fp32 parity against transformers (goldens)"
+large=()
+[[ $mode == full ]] && large=(env HARK_PARITY_LARGE=1)
+run parity 600 "${large[@]}" "$bundle/tests/hark_test_model" --gtest_filter='*ModelParity*cuda*:*BatchedDecode*' \
+  --gtest_output=xml:"$OUT/parity.xml"
+section "fast path against fp32 (synthetic shapes, bundled model)"
+run fast_path 900 "${large[@]}" "$bundle/tests/hark_test_gpu" --gtest_output=xml:"$OUT/fast_path.xml"
+grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/parity.xml" "$OUT/fast_path.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
+
+section "the program on the GPU: hark transcribe and hark serve (bundled model)"
+clip_toy=tests/data/toy-eval/en-single-02.wav
+run transcribe 120 "$hark" transcribe "$clip_toy" --model models/hark-toy-speech --device cuda --format txt \
+  --output-dir "$OUT/transcribe"
+cat "$OUT"/transcribe/*.txt 2>/dev/null | sed 's/^/    text: /' | tee -a "$results"
+serve_log=$OUT/serve.log
+"$hark" serve models/hark-toy-speech --device cuda --port 0 --resident >"$serve_log" 2>&1 &
+serve_pid=$!
+port=""
+for _ in $(seq 1 100); do
+  port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$serve_log" | head -1)
+  [[ -n $port ]] && break
+  sleep 0.2
+done
+python3 - "$port" "$clip_toy" <<'PY' 2>&1 | sed 's/^/    /' | tee -a "$results"
+import sys, urllib.request, uuid
+port, clip = sys.argv[1], sys.argv[2]
+boundary = uuid.uuid4().hex
+body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"clip.wav\"\r\n"
+        "Content-Type: audio/wav\r\n\r\n").encode() + open(clip, "rb").read() + f"\r\n--{boundary}--\r\n".encode()
+req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/audio/transcriptions", data=body,
+                             headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+with urllib.request.urlopen(req, timeout=60) as r:
+    print("hark serve (cuda):", r.status, r.read().decode()[:200])
+PY
+kill -TERM "$serve_pid" 2>/dev/null
+wait "$serve_pid"
+echo "    hark serve exited with $? after SIGTERM" | tee -a "$results"
+
+section "benchmarks (hark bench)"
+clip=tests/data/audio/jfk.wav
+bench() {  # name, args...
+  local name=$1
+  shift
+  run "bench_$name" 600 "$hark" bench --device cuda --runs 10 --json "$OUT/bench_$name.json" "$@"
+}
+bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
+if [[ $mode == full ]]; then
+  bench turbo_bf16 --model synthetic:large-v3-turbo --dtype f16 --compute-type bf16 --batches 1,8,32
+  bench turbo_f32 --model synthetic:large-v3-turbo --dtype f16 --compute-type f32 --batches 1
+  bench tiny_f16 --model synthetic:tiny --dtype f16 --compute-type f16 --batches 1,32 --clip $clip --e2e --e2e-tokens 30
+  bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-00.wav --e2e
+  section "transformers fp16 + SDPA on the same machine"
+  run transformers 600 python3 scripts/device/transformers_bench.py --size large-v3-turbo --out "$OUT/transformers.json"
+fi
+echo; echo "done in $SECONDS s" | tee -a "$results"

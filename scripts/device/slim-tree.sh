@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The device tool carries the working tree (tracked files included) up to 64 MiB, and the
+# repository's test data alone comes close. `slim-tree.sh on` takes the data the GPU run
+# does not read out of git's index for the time of a call (the files stay on disk,
+# ignored through .git/info/exclude); `slim-tree.sh off` puts everything back. Never
+# commit while slimmed: `git status` shows the paths as deleted.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+paths=(tests/data/vad tests/data/ggml tests/data/golden/loaders tests/data/golden/decoding tests/data/golden/mel
+  tests/data/golden/vad tests/data/golden/tokenizer tests/fuzz/corpus scripts/toy-model/results
+  tests/data/audio/silero-test.wav tests/data/audio/aepyx-8k.wav tests/data/audio/ls-test.f32.npy)
+exclude=.git/info/exclude
+[[ -f .git ]] && exclude=$(git rev-parse --git-path info/exclude)
+case "${1:-}" in
+  on)
+    git rm -r -q --cached "${paths[@]}"
+    { echo "# slim-tree.sh begin"; printf '/%s\n' "${paths[@]}"; echo "# slim-tree.sh end"; } >>"$exclude"
+    ;;
+  off)
+    sed -i '/^# slim-tree.sh begin$/,/^# slim-tree.sh end$/d' "$exclude"
+    git reset -q -- "${paths[@]}"
+    ;;
+  *) echo "usage: slim-tree.sh on|off"; exit 2 ;;
+esac
+git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1

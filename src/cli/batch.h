@@ -1,0 +1,55 @@
+// The file loop of `hark transcribe --manifest`: resumable, failure-tolerant, one
+// atomically written output per input and format, and a summary line at the end.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hark/result.h"
+#include "output/writers.h"
+
+namespace hark::cli {
+
+// Exit status of a batch in which some files failed (the others were written).
+inline constexpr int kExitSomeFilesFailed = 6;
+
+struct BatchOptions {
+  std::filesystem::path output_dir;
+  std::vector<OutputFormat> formats = {OutputFormat::Txt};
+  bool resume = false;       // skip inputs whose every output already exists
+  std::string shard_label;   // "K/N" for the log and the summary
+};
+
+struct BatchCallbacks {
+  // Runs once, before the first input that needs transcribing (loads the model); what it
+  // throws ends the batch. A fully resumed shard never calls it.
+  std::function<void()> prepare;
+  // Decodes and transcribes one input; what it throws marks that input failed.
+  std::function<Transcript(const std::string& path)> transcribe;
+  std::function<void(const std::string& line)> log;  // one line, no newline
+};
+
+struct BatchSummary {
+  size_t files = 0, done = 0, skipped = 0, failed = 0;
+  double audio_sec = 0;  // of the files transcribed in this run
+  double wall_sec = 0;   // the whole loop, model load included
+  std::string shard_label;
+  // "summary shard=K/N files=… done=… skipped=… failed=… audio_hours=… wall_sec=… rtfx=…"
+  std::string line() const;
+};
+
+// Writes `body` to a temporary file beside `path`, syncs it, and renames it over `path`:
+// readers and --resume see either nothing or the whole file. Throws Io.
+void write_atomically(const std::filesystem::path& path, const std::string& body);
+
+// The output files of one input, one per format.
+std::vector<std::filesystem::path> output_paths(const std::string& input, const BatchOptions& options);
+
+// Transcribes `inputs` in order. Failed inputs are logged and counted, never fatal; an
+// output that cannot be written, a failed prepare() or a cancel (Ctrl-C) ends the run.
+BatchSummary run_batch(const std::vector<std::string>& inputs, const BatchOptions& options,
+                       const BatchCallbacks& callbacks);
+
+}  // namespace hark::cli

@@ -1,0 +1,234 @@
+// CudaBackend: device and page-locked host memory, copies, beam gathers, and replay() —
+// a step measured once, recorded as a CUDA graph on its second call, replayed after.
+// While a step is recorded its temporaries come from an arena of fixed addresses, which
+// the graph keeps.
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/kernels.cuh"
+
+namespace hark {
+
+using cuda::check;
+
+namespace {
+
+constexpr size_t kAlign = 256;
+
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
+
+CudaBackend::~CudaBackend() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (auto& [key, r] : replays_) {
+    if (r->exec) cudaGraphExecDestroy(r->exec);
+    if (r->arena) cudaFree(r->arena);
+  }
+  replays_.clear();
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    weights_.clear();
+    packed_.clear();
+  }
+  // Every device buffer goes before the stream its frees are queued on.
+  index_buffer_ = Tensor();
+  index_staging_ = Tensor();
+  cross_counters_ = Tensor();
+  dft_basis_ = Tensor();
+  mel_filters_.clear();
+  lt_.reset();
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (blas_) cublasDestroy(blas_);
+  if (workspace_) cudaFree(workspace_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  if (arena_ && !arena_->measuring) {
+    if (arena_->used + aligned(bytes) > arena_->size)
+      throw Error(ErrorCode::Internal, "[cuda] the recorded step allocates more than when it was measured");
+    void* ptr = arena_->base + arena_->used;
+    arena_->used += aligned(bytes);
+    return Tensor::view(ptr, shape, dtype, std::shared_ptr<void>(nullptr, [](void*) {}), Device::Cuda);
+  }
+  if (arena_) {  // measuring: served normally, counted as if nothing were freed
+    arena_->used += aligned(bytes);
+    arena_->peak = std::max(arena_->peak, arena_->used);
+  }
+  void* ptr = nullptr;
+  check(cudaMallocAsync(&ptr, bytes, stream_), "allocating device memory");
+  cudaStream_t stream = stream_;
+  std::shared_ptr<void> owner(ptr, [stream](void* p) {
+    // A free queued while a graph is recorded would become part of the graph (and run at
+    // every replay): such a buffer is leaked instead. hark's steps drop none.
+    if (capturing(stream)) return;
+    cudaFreeAsync(p, stream);
+  });
+  return Tensor::view(ptr, shape, dtype, std::move(owner), Device::Cuda);
+}
+
+Tensor CudaBackend::alloc_host(const Shape& shape, DType dtype) {
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  void* ptr = nullptr;
+  check(cudaMallocHost(&ptr, bytes), "allocating page-locked host memory");
+  std::shared_ptr<void> owner(ptr, [](void* p) { cudaFreeHost(p); });
+  return Tensor::view(ptr, shape, dtype, std::move(owner), Device::Cpu);
+}
+
+void CudaBackend::copy(const Tensor& src, Tensor& dst) {
+  if (src.numel() != dst.numel())
+    throw Error(ErrorCode::Internal, "[cuda] copy needs equal sizes: " + src.describe() + " → " + dst.describe());
+  if (src.dtype() == dst.dtype()) {
+    check(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDefault, stream_), "copy");
+    if (src.device() != Device::Cuda || dst.device() != Device::Cuda) check(cudaStreamSynchronize(stream_), "copy");
+    return;
+  }
+  // Converting: bring the source to the device, convert there, bring the result back.
+  Tensor from = src;
+  if (src.device() != Device::Cuda) {
+    from = alloc(src.shape(), src.dtype());
+    check(cudaMemcpyAsync(from.raw(), src.raw(), src.nbytes(), cudaMemcpyHostToDevice, stream_), "copy");
+  }
+  Tensor to = dst.device() == Device::Cuda ? dst : alloc(dst.shape(), dst.dtype());
+  cuda::convert(src.dtype(), from.raw(), dst.dtype(), to.raw(), src.numel(), stream_);
+  cuda::check_launch("convert");
+  if (dst.device() != Device::Cuda)
+    check(cudaMemcpyAsync(dst.raw(), to.raw(), dst.nbytes(), cudaMemcpyDeviceToHost, stream_), "copy");
+  // Host memory on either side may be reused as soon as we return.
+  if (src.device() != Device::Cuda || dst.device() != Device::Cuda) check(cudaStreamSynchronize(stream_), "copy");
+}
+
+void CudaBackend::copy_async(const Tensor& src, Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.nbytes() != dst.nbytes())
+    throw Error(ErrorCode::Internal, "[cuda] copy_async needs equal dtypes and sizes: " + src.describe() + " → " +
+                                         dst.describe());
+  check(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDefault, stream_), "copy_async");
+}
+
+Tensor CudaBackend::to_device(const Tensor& host) {
+  if (host.device() == Device::Cuda) return host;
+  Tensor t = alloc(host.shape(), host.dtype());
+  check(cudaMemcpyAsync(t.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream_), "upload");
+  check(cudaStreamSynchronize(stream_), "upload");
+  return t;
+}
+
+Tensor CudaBackend::to_host(const Tensor& t) {
+  if (t.device() == Device::Cpu) return t;
+  Tensor host = Tensor::empty(t.shape(), t.dtype());
+  check(cudaMemcpyAsync(host.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, stream_), "download");
+  check(cudaStreamSynchronize(stream_), "download");
+  return host;
+}
+
+int32_t* CudaBackend::upload_ints(std::span<const int> values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  if (!index_buffer_.defined() || index_buffer_.numel() < n) {
+    synchronize();  // the old buffers may still be read by queued work
+    index_buffer_ = alloc({std::max<int64_t>(n, 256)}, DType::I32);
+    index_staging_ = alloc_host({std::max<int64_t>(n, 256)}, DType::I32);
+  }
+  std::memcpy(index_staging_.raw(), values.data(), n * sizeof(int32_t));
+  check(cudaMemcpyAsync(index_buffer_.raw(), index_staging_.raw(), n * sizeof(int32_t), cudaMemcpyHostToDevice,
+                        stream_),
+        "uploading indices");
+  return index_buffer_.data<int32_t>();
+}
+
+void CudaBackend::gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
+                                   std::span<const int> lengths) {
+  const int count = static_cast<int>(source.size());
+  std::vector<int> packed(source.begin(), source.end());
+  packed.insert(packed.end(), lengths.begin(), lengths.end());
+  const int32_t* dev = upload_ints(packed);
+  for (Tensor* cache : caches) {
+    // In place (a recorded step holds the cache's address): copy out, gather back.
+    Tensor scratch = alloc(cache->shape(), cache->dtype());
+    check(cudaMemcpyAsync(scratch.raw(), cache->raw(), cache->nbytes(), cudaMemcpyDeviceToDevice, stream_), "gather");
+    cuda::gather_sequences(scratch.raw(), cache->raw(), dev, dev + count, count, rows_per_seq,
+                           static_cast<int64_t>(cache->nbytes() / cache->dim(0)), stream_);
+    cuda::check_launch("gather_sequences");
+  }
+  synchronize();  // the index staging buffer is reused by the next call
+}
+
+void CudaBackend::synchronize() { check(cudaStreamSynchronize(stream_), "synchronize"); }
+
+void CudaBackend::replay(uint64_t key, const std::function<void()>& step) {
+  if (!graphs_enabled_) return step();
+  auto& slot = replays_[key];
+  if (!slot) slot = std::make_unique<Replay>();
+  Replay& r = *slot;
+  if (r.exec) {
+    check(cudaGraphLaunch(r.exec, stream_), "replaying a recorded step");
+    return;
+  }
+  if (r.failed) return step();
+  if (r.calls++ == 0) {  // first call: run it directly, measuring its temporaries
+    Arena measure;
+    measure.measuring = true;
+    arena_ = &measure;
+    try {
+      step();
+    } catch (...) {
+      arena_ = nullptr;
+      throw;
+    }
+    arena_ = nullptr;
+    r.arena_bytes = measure.peak + kAlign;
+    return;
+  }
+  check(cudaMalloc(&r.arena, r.arena_bytes), "allocating a replay arena");
+  Arena arena;
+  arena.base = static_cast<char*>(r.arena);
+  arena.size = r.arena_bytes;
+  arena_ = &arena;
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  std::string failure;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  arena_ = nullptr;
+  cudaError_t status = cudaStreamEndCapture(stream_, &graph);
+  if (failure.empty() && status != cudaSuccess) failure = cudaGetErrorString(status);
+  if (failure.empty()) {
+    status = cudaGraphInstantiate(&r.exec, graph, 0);
+    if (status != cudaSuccess) failure = cudaGetErrorString(status);
+  }
+  if (graph) cudaGraphDestroy(graph);
+  if (!failure.empty()) {
+    cudaGetLastError();
+    r.exec = nullptr;
+    cudaFree(r.arena);
+    r.arena = nullptr;
+    r.failed = true;
+    std::fprintf(stderr, "hark: [cuda] could not record a decoder step as a CUDA graph (%s); running it directly\n",
+                 failure.c_str());
+    return step();
+  }
+  check(cudaGraphLaunch(r.exec, stream_), "replaying a recorded step");
+}
+
+void CudaBackend::forget_replay(uint64_t key) {
+  auto it = replays_.find(key);
+  if (it == replays_.end()) return;
+  synchronize();
+  if (it->second->exec) cudaGraphExecDestroy(it->second->exec);
+  if (it->second->arena) cudaFree(it->second->arena);
+  replays_.erase(it);
+}
+
+}  // namespace hark

@@ -1,0 +1,357 @@
+// The decoder's attention kernels (head dim 32 or 64, any activation dtype). Every input that
+// changes between steps (cached lengths, which window a row reads) is read from device
+// memory, so a recorded step can be replayed.
+//  - cached_attention: one block per (head, new token, row) appends that token's K/V to
+//    the cache and attends over the row's keys; keys of this step are read from the
+//    packed projections, not the cache, so blocks never wait for each other's writes.
+//  - cross_attention: split-K ("flash decoding"): a block owns a chunk of one window's
+//    keys for one head, serves every query row that reads that window (beams share the
+//    K/V read), and leaves (max, sum, partial output); a second kernel combines chunks.
+#include <string>
+#include <type_traits>
+
+#include "core/cuda/device/types.cuh"
+#include "core/cuda/dispatch.cuh"
+#include "core/cuda/kernels.cuh"
+
+namespace hark::cuda {
+namespace {
+
+using namespace device;
+constexpr int kThreads = 128;
+
+template <class T>
+__host__ __device__ constexpr int chunk_keys() {
+  return sizeof(T) == 2 ? 128 : 64;  // keeps K and V chunks within 48 KB of shared memory
+}
+template <int HD, class T>
+__host__ __device__ constexpr int padded_row() {
+  return HD + 16 / static_cast<int>(sizeof(T));  // one 16-byte step of padding: conflict-free row reads
+}
+template <int HD>
+__host__ __device__ constexpr int partial_size() {
+  return HD + 2;  // max, sum, output
+}
+
+// q (HD fp32 values in shared memory) · k (HD values of T, 16-byte aligned).
+template <int HD, class T>
+__device__ __forceinline__ float dot(const float* q, const T* k) {
+  float acc = 0.0f;
+  if constexpr (sizeof(T) == 2) {
+#pragma unroll
+    for (int c = 0; c < HD / 8; ++c) {
+      float kf[8];
+      widen8<T>(reinterpret_cast<const uint4*>(k)[c], kf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc = fmaf(q[c * 8 + j], kf[j], acc);
+    }
+  } else {
+#pragma unroll
+    for (int c = 0; c < HD / 4; ++c) {
+      const float4 kf = reinterpret_cast<const float4*>(k)[c];
+      acc = fmaf(q[c * 4], kf.x, acc);
+      acc = fmaf(q[c * 4 + 1], kf.y, acc);
+      acc = fmaf(q[c * 4 + 2], kf.z, acc);
+      acc = fmaf(q[c * 4 + 3], kf.w, acc);
+    }
+  }
+  return acc;
+}
+
+// Block-wide max or sum for kThreads threads; every thread gets the result.
+template <bool kMax>
+__device__ float block_reduce(float v, float* scratch) {
+  v = kMax ? warp_max(v) : warp_sum(v);
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float r = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kThreads / 32; ++w) r = kMax ? fmaxf(r, scratch[w]) : r + scratch[w];
+  __syncthreads();
+  return r;
+}
+
+template <int HD, class T>
+__global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ qkv, T* cache_k, T* cache_v,
+                                                          const int32_t* __restrict__ lengths, int n_new, int64_t ctx,
+                                                          int64_t d, T* __restrict__ out) {
+  extern __shared__ float scores[];
+  __shared__ float q[HD], partial[kThreads / 32][HD], red[kThreads / 32];
+  const int head = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
+  const int64_t past = lengths[b], pos = past + i, n_keys = pos + 1;
+  const int64_t row = static_cast<int64_t>(b) * n_new + i;
+  const int64_t ld = 3 * d, col = head * HD;
+  const T* src = qkv + row * ld;
+  const int tid = threadIdx.x;
+  // This block's token and head go into the cache for later steps.
+  if (tid < HD)
+    cache_k[(b * ctx + pos) * d + col + tid] = src[d + col + tid];
+  else if (tid < 2 * HD)
+    cache_v[(b * ctx + pos) * d + col + tid - HD] = src[2 * d + col + tid - HD];
+  if (tid < HD) q[tid] = to_float(src[col + tid]) * rsqrtf(static_cast<float>(HD));
+  __syncthreads();
+  auto key_row = [&](int64_t j, int64_t offset) -> const T* {
+    return j < past ? (offset == d ? cache_k : cache_v) + (b * ctx + j) * d + col
+                    : qkv + (static_cast<int64_t>(b) * n_new + (j - past)) * ld + offset + col;
+  };
+  float m = -INFINITY;
+  for (int64_t j = tid; j < n_keys; j += kThreads) {
+    scores[j] = dot<HD, T>(q, key_row(j, d));
+    m = fmaxf(m, scores[j]);
+  }
+  m = block_reduce<true>(m, red);
+  float l = 0.0f;
+  for (int64_t j = tid; j < n_keys; j += kThreads) {
+    scores[j] = __expf(scores[j] - m);
+    l += scores[j];
+  }
+  l = block_reduce<false>(l, red);  // its barriers also publish `scores`
+  // Output: warp w sums keys w, w + 4, ...; each lane owns HD / 32 dimensions, so every
+  // value row is one coalesced read per warp.
+  constexpr int kDims = HD / 32;
+  const int warp = tid >> 5, lane = tid & 31;
+  float acc[kDims] = {};
+#pragma unroll 4
+  for (int64_t j = warp; j < n_keys; j += kThreads / 32) {
+    const T* v = key_row(j, 2 * d) + lane * kDims;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) acc[e] = fmaf(scores[j], to_float(v[e]), acc[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) partial[warp][lane * kDims + e] = acc[e];
+  __syncthreads();
+  if (tid < HD) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) sum += partial[w][tid];
+    out[row * d + col + tid] = from_float<T>(sum / l);
+  }
+}
+
+template <int HD, class T>
+__device__ void combine_chunks(const float* p, int splits, T* out) {
+  constexpr int kPartial = partial_size<HD>();
+  const int dim = threadIdx.x;
+  if (dim >= HD) return;
+  float m = -INFINITY;
+  for (int s = 0; s < splits; ++s) m = fmaxf(m, __ldcg(p + s * kPartial));
+  float l = 0.0f, acc = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float w = __expf(__ldcg(p + s * kPartial) - m);
+    l += __ldcg(p + s * kPartial + 1) * w;
+    acc += __ldcg(p + s * kPartial + 2 + dim) * w;
+  }
+  out[dim] = from_float<T>(acc / l);
+}
+
+template <int HD, class T>
+__global__ void __launch_bounds__(kThreads) cross_split_kernel(const T* __restrict__ q, const T* __restrict__ kv,
+                                                               int64_t kv_ld, int64_t k_col, int64_t v_col,
+                                                               int64_t frames, const int32_t* __restrict__ row_window,
+                                                               int n_queries, int n_new, int64_t d,
+                                                               float* __restrict__ partials, int splits,
+                                                               int* counters, T* __restrict__ out) {
+  constexpr int kChunk = chunk_keys<T>(), kPad = padded_row<HD, T>(), kGroups = kThreads / HD;
+  constexpr int kPartial = partial_size<HD>();
+  __shared__ __align__(16) T ks[kChunk * kPad];
+  __shared__ __align__(16) T vs[kChunk * kPad];
+  __shared__ float qf[HD], sc[kChunk], group_out[kGroups][HD], red[kThreads / 32];
+  const int head = blockIdx.x, split = blockIdx.y, window = blockIdx.z;
+  const int64_t k0 = static_cast<int64_t>(split) * kChunk;
+  const int nk = static_cast<int>(min(static_cast<int64_t>(kChunk), frames - k0));
+  const int tid = threadIdx.x;
+  const T* base = kv + (static_cast<int64_t>(window) * frames + k0) * kv_ld + head * HD;
+  constexpr int kVec = 16 / sizeof(T);  // elements per 16-byte word
+  for (int c = tid; c < nk * (HD / kVec); c += kThreads) {
+    const int j = c / (HD / kVec), e = (c % (HD / kVec)) * kVec;
+    *reinterpret_cast<uint4*>(ks + j * kPad + e) = *reinterpret_cast<const uint4*>(base + j * kv_ld + k_col + e);
+    *reinterpret_cast<uint4*>(vs + j * kPad + e) = *reinterpret_cast<const uint4*>(base + j * kv_ld + v_col + e);
+  }
+  const int dim = tid % HD, group = tid / HD;
+  for (int qi = 0; qi < n_queries; ++qi) {
+    if (row_window[qi / n_new] != window) continue;  // uniform over the block
+    __syncthreads();  // the chunk is loaded; qf/sc/group_out of the previous query are consumed
+    if (tid < HD) qf[tid] = to_float(q[static_cast<int64_t>(qi) * d + head * HD + tid]) * rsqrtf(static_cast<float>(HD));
+    __syncthreads();
+    float m = -INFINITY;
+    for (int j = tid; j < nk; j += kThreads) {
+      sc[j] = dot<HD, T>(qf, ks + j * kPad);
+      m = fmaxf(m, sc[j]);
+    }
+    m = block_reduce<true>(m, red);
+    float l = 0.0f;
+    for (int j = tid; j < nk; j += kThreads) {
+      const float p = __expf(sc[j] - m);
+      sc[j] = p;
+      l += p;
+    }
+    l = block_reduce<false>(l, red);  // its barriers also publish sc
+    float acc = 0.0f;
+    for (int j = group; j < nk; j += kGroups) acc = fmaf(sc[j], to_float(vs[j * kPad + dim]), acc);
+    group_out[group][dim] = acc;
+    __syncthreads();
+    float* p = partials + ((static_cast<int64_t>(qi) * gridDim.x + head) * splits + split) * kPartial;
+    if (group == 0) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) sum += group_out[g][dim];
+      p[2 + dim] = sum;
+    }
+    if (tid == 0) {
+      p[0] = m;
+      p[1] = l;
+    }
+    if (counters) {
+      // The last chunk of this (query, head) to finish combines all of them, so no second
+      // kernel is needed; it also resets the counter for the next launch.
+      __shared__ bool last;
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) {
+        int* counter = counters + static_cast<int64_t>(qi) * gridDim.x + head;
+        last = atomicAdd(counter, 1) == splits - 1;
+        if (last) *counter = 0;
+      }
+      __syncthreads();
+      if (last) {
+        __threadfence();
+        combine_chunks<HD, T>(partials + (static_cast<int64_t>(qi) * gridDim.x + head) * splits * kPartial, splits,
+                              out + static_cast<int64_t>(qi) * d + head * HD);
+      }
+    }
+  }
+}
+
+template <int HD, class T>
+__global__ void cross_combine_kernel(const float* __restrict__ partials, int splits, int64_t d, T* __restrict__ out) {
+  constexpr int kPartial = partial_size<HD>();
+  const int head = blockIdx.x, n_heads = gridDim.x;
+  const int64_t qi = blockIdx.y;
+  const int dim = threadIdx.x;
+  const float* p = partials + (qi * n_heads + head) * splits * kPartial;
+  float m = -INFINITY;
+  for (int s = 0; s < splits; ++s) m = fmaxf(m, p[s * kPartial]);
+  float l = 0.0f, acc = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float w = __expf(p[s * kPartial] - m);
+    l += p[s * kPartial + 1] * w;
+    acc += p[s * kPartial + 2 + dim] * w;
+  }
+  out[qi * d + head * HD + dim] = from_float<T>(acc / l);
+}
+
+template <int HD, class T>
+__global__ void __launch_bounds__(256) cross_weights_kernel(const T* __restrict__ q, const T* __restrict__ kv,
+                                                            int64_t kv_ld, int64_t k_col, int64_t frames,
+                                                            const int32_t* __restrict__ row_window, int n_new,
+                                                            int64_t d, float* __restrict__ weights) {
+  extern __shared__ float sc[];
+  __shared__ float qf[HD], red[8];
+  const int head = blockIdx.x, n_heads = gridDim.x;
+  const int64_t qi = blockIdx.y, row = qi / n_new, i = qi % n_new;
+  const int tid = threadIdx.x;
+  if (tid < HD) qf[tid] = to_float(q[qi * d + head * HD + tid]) * rsqrtf(static_cast<float>(HD));
+  __syncthreads();
+  const T* base = kv + static_cast<int64_t>(row_window[row]) * frames * kv_ld + k_col + head * HD;
+  float m = -INFINITY;
+  for (int64_t j = tid; j < frames; j += blockDim.x) {
+    sc[j] = dot<HD, T>(qf, base + j * kv_ld);
+    m = fmaxf(m, sc[j]);
+  }
+  m = warp_max(m);
+  if ((tid & 31) == 0) red[tid >> 5] = m;
+  __syncthreads();
+  m = red[0];
+  for (int w = 1; w < 8; ++w) m = fmaxf(m, red[w]);
+  __syncthreads();
+  float l = 0.0f;
+  for (int64_t j = tid; j < frames; j += blockDim.x) {
+    sc[j] = __expf(sc[j] - m);
+    l += sc[j];
+  }
+  l = warp_sum(l);
+  if ((tid & 31) == 0) red[tid >> 5] = l;
+  __syncthreads();
+  l = 0.0f;
+  for (int w = 0; w < 8; ++w) l += red[w];
+  float* dst = weights + ((row * n_heads + head) * n_new + i) * frames;
+  for (int64_t j = tid; j < frames; j += blockDim.x) dst[j] = sc[j] / l;
+}
+
+template <class T>
+int splits_for(int64_t frames) {
+  return static_cast<int>((frames + chunk_keys<T>() - 1) / chunk_keys<T>());
+}
+
+// Calls fn(std::integral_constant<int, HD>) for a supported head dim.
+template <class Fn>
+void dispatch_head_dim(int head_dim, Fn&& fn) {
+  if (head_dim == 64) return fn(std::integral_constant<int, 64>{});
+  if (head_dim == 32) return fn(std::integral_constant<int, 32>{});
+  throw Error(ErrorCode::Unavailable, "[cuda] decoder attention supports head dims 32 and 64, not " +
+                                          std::to_string(head_dim));
+}
+
+}  // namespace
+
+void cached_attention(DType dt, const void* qkv, void* cache_k, void* cache_v, const int32_t* lengths, int rows,
+                      int n_new, int64_t n_ctx, int n_heads, int head_dim, void* out, cudaStream_t stream) {
+  if (rows <= 0 || n_new <= 0) return;
+  const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
+  dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(n_new), static_cast<unsigned>(rows));
+  const size_t smem = static_cast<size_t>(n_ctx) * sizeof(float);
+  dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_head_dim(head_dim, [&](auto hd) {
+      cached_kernel<decltype(hd)::value, T><<<grid, kThreads, smem, stream>>>(
+          static_cast<const T*>(qkv), static_cast<T*>(cache_k), static_cast<T*>(cache_v), lengths, n_new, n_ctx, d,
+          static_cast<T*>(out));
+    });
+  });
+}
+
+int64_t cross_attention_scratch(int rows, int n_new, int n_heads, int head_dim, int64_t frames) {
+  // The most splits any dtype uses (64-key chunks for fp32).
+  return static_cast<int64_t>(rows) * n_new * n_heads * ((frames + 63) / 64) * (head_dim + 2);
+}
+
+void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t v_col,
+                     int64_t frames, int windows, const int32_t* row_window, int rows, int n_new, int n_heads,
+                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters) {
+  if (rows <= 0 || n_new <= 0 || frames <= 0) return;
+  const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
+  dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_head_dim(head_dim, [&](auto hd) {
+      constexpr int HD = decltype(hd)::value;
+      const int splits = splits_for<T>(frames);
+      dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(splits), static_cast<unsigned>(windows));
+      cross_split_kernel<HD, T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(q), static_cast<const T*>(kv),
+                                                               kv_ld, k_col, v_col, frames, row_window, rows * n_new,
+                                                               n_new, d, partials, splits, counters,
+                                                               static_cast<T*>(out));
+      if (!counters) {
+        dim3 combine(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows * n_new));
+        cross_combine_kernel<HD, T><<<combine, HD, 0, stream>>>(partials, splits, d, static_cast<T*>(out));
+      }
+    });
+  });
+}
+
+void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t frames,
+                             const int32_t* row_window, int rows, int n_new, int n_heads, int head_dim, float* weights,
+                             cudaStream_t stream) {
+  if (rows <= 0 || n_new <= 0 || frames <= 0) return;
+  const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
+  dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows * n_new));
+  const size_t smem = static_cast<size_t>(frames) * sizeof(float);
+  dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_head_dim(head_dim, [&](auto hd) {
+      cross_weights_kernel<decltype(hd)::value, T><<<grid, 256, smem, stream>>>(
+          static_cast<const T*>(q), static_cast<const T*>(kv), kv_ld, k_col, frames, row_window, n_new, d, weights);
+    });
+  });
+}
+
+}  // namespace hark::cuda

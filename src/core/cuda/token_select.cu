@@ -1,0 +1,187 @@
+// Backend::select_tokens on the GPU, in two launches so that a row's ~52 k logits are
+// spread over many blocks (one block per row took 108 µs per decoder step):
+//  1. select_parts: block (part, row) filters its slice of the vocabulary (the same test
+//     as the CPU reference, core/token_select_rules.h) and leaves, separately for text
+//     and timestamp tokens, the online (max, Σexp) pair and its k best tokens;
+//  2. select_merge: one block per row merges the parts, applies the timestamps-versus-
+//     text rule on the merged statistics, and writes the k best tokens with their
+//     log-probabilities.
+#include <cstdint>
+
+#include "core/cuda/device/types.cuh"
+#include "core/cuda/dispatch.cuh"
+#include "core/cuda/kernels.cuh"
+#include "core/token_select_rules.h"
+
+namespace hark::cuda {
+namespace {
+
+using namespace device;
+using namespace select_spec;
+constexpr int kThreads = 256;
+constexpr int kParts = 32;
+constexpr int kMaxK = 16;
+
+struct Best {
+  float value;
+  int index;
+};
+
+// The larger value; on equal values the lower index (std::max_element's choice).
+__device__ __forceinline__ Best better(Best a, Best b) {
+  if (b.index < 0) return a;
+  if (a.index < 0 || b.value > a.value || (b.value == a.value && b.index < a.index)) return b;
+  return a;
+}
+
+__device__ Best block_best(Best v, Best* scratch) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    Best other{__shfl_xor_sync(0xffffffffu, v.value, o), __shfl_xor_sync(0xffffffffu, v.index, o)};
+    v = better(v, other);
+  }
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  Best r = scratch[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x) / 32; ++w) r = better(r, scratch[w]);
+  __syncthreads();
+  return r;
+}
+
+// An online log-sum-exp: max and Σ exp(x − max).
+struct Lse {
+  float max, sum;
+};
+
+__device__ __forceinline__ Lse add(Lse a, Lse b) {
+  if (b.max == -INFINITY) return a;
+  if (a.max == -INFINITY) return b;
+  const float m = fmaxf(a.max, b.max);
+  return {m, a.sum * __expf(a.max - m) + b.sum * __expf(b.max - m)};
+}
+
+__device__ Lse block_lse(Lse v, Lse* scratch) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = add(v, Lse{__shfl_xor_sync(0xffffffffu, v.max, o), __shfl_xor_sync(0xffffffffu, v.sum, o)});
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  Lse r = scratch[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x) / 32; ++w) r = add(r, scratch[w]);
+  __syncthreads();
+  return r;
+}
+
+__device__ __forceinline__ float log_sum(Lse v) { return v.max == -INFINITY ? -INFINITY : v.max + __logf(v.sum); }
+
+// Per (row, part): text Lse, timestamp Lse, then k text and k timestamp candidates.
+__host__ __device__ constexpr int part_floats(int k) { return 4 + 4 * k; }
+
+__global__ void __launch_bounds__(kThreads) select_parts(const float* __restrict__ logits, int vocab,
+                                                         const int32_t* __restrict__ spec, int k,
+                                                         float* __restrict__ parts) {
+  __shared__ Best best_scratch[kThreads / 32];
+  __shared__ Lse lse_scratch[kThreads / 32];
+  const int part = blockIdx.x, r = blockIdx.y;
+  const int chunk = (vocab + kParts - 1) / kParts;
+  const int begin = part * chunk, end = min(vocab, begin + chunk);
+  const float* x = logits + static_cast<int64_t>(r) * vocab;
+  const int32_t* row = spec + kHeader + spec[kMaskWords] + r * kRowFields;
+  const int ts = spec[kTimestamps] ? spec[kTimestampBegin] : vocab;
+  Lse text{-INFINITY, 0.0f}, stamp{-INFINITY, 0.0f};
+  for (int i = begin + threadIdx.x; i < end; i += kThreads) {
+    const float v = select_masked(spec, row, i) ? -INFINITY : x[i];
+    if (v == -INFINITY) continue;
+    if (i < ts) text = add(text, Lse{v, 1.0f}); else stamp = add(stamp, Lse{v, 1.0f});
+  }
+  text = block_lse(text, lse_scratch);
+  stamp = block_lse(stamp, lse_scratch);
+  float* out = parts + (static_cast<int64_t>(r) * kParts + part) * part_floats(k);
+  if (threadIdx.x == 0) {
+    out[0] = text.max, out[1] = text.sum, out[2] = stamp.max, out[3] = stamp.sum;
+  }
+  // The k best of each region, by rounds that exclude what earlier rounds took.
+  for (int region = 0; region < 2; ++region) {
+    const int lo = region == 0 ? begin : max(begin, ts), hi = region == 0 ? min(end, ts) : end;
+    float prev_value = INFINITY;
+    int prev_index = -1;
+    for (int c = 0; c < k; ++c) {
+      Best b{-INFINITY, -1};
+      for (int i = lo + threadIdx.x; i < hi; i += kThreads) {
+        const float v = select_masked(spec, row, i) ? -INFINITY : x[i];
+        // Only tokens ranked after the previous pick (value, then id): no chosen list needed.
+        const bool after = v < prev_value || (v == prev_value && i > prev_index);
+        if (v > -INFINITY && after) b = better(b, Best{v, i});
+      }
+      b = block_best(b, best_scratch);
+      if (threadIdx.x == 0) {
+        out[4 + region * 2 * k + 2 * c] = b.index >= 0 ? b.value : -INFINITY;
+        out[4 + region * 2 * k + 2 * c + 1] = __int_as_float(b.index);
+      }
+      if (b.index < 0) {
+        for (int rest = c + 1 + threadIdx.x; rest < k; rest += kThreads) {
+          out[4 + region * 2 * k + 2 * rest] = -INFINITY;
+          out[4 + region * 2 * k + 2 * rest + 1] = __int_as_float(-1);
+        }
+        break;
+      }
+      prev_value = b.value, prev_index = b.index;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict__ parts, const int32_t* __restrict__ spec,
+                                                         int k, int32_t* __restrict__ out) {
+  __shared__ Best best_scratch[kThreads / 32];
+  __shared__ Lse lse_scratch[kThreads / 32];
+  const int r = blockIdx.x;
+  const float* p = parts + static_cast<int64_t>(r) * kParts * part_floats(k);
+  Lse text{-INFINITY, 0.0f}, stamp{-INFINITY, 0.0f};
+  if (threadIdx.x < kParts) {
+    const float* q = p + threadIdx.x * part_floats(k);
+    text = Lse{q[0], q[1]};
+    stamp = Lse{q[2], q[3]};
+  }
+  text = block_lse(text, lse_scratch);
+  stamp = block_lse(stamp, lse_scratch);
+  // The timestamps together likelier than any text token: text is masked.
+  const bool text_masked = spec[kTimestamps] && log_sum(stamp) > text.max;
+  const float lse = text_masked ? log_sum(stamp) : log_sum(add(text, stamp));
+  // Candidates: each part's k best of each region (text only when not masked).
+  const int per_part = 2 * k, total = kParts * per_part;
+  float prev_value = INFINITY;
+  int prev_index = -1;
+  for (int c = 0; c < k; ++c) {
+    Best b{-INFINITY, -1};
+    for (int j = threadIdx.x; j < total; j += kThreads) {
+      const int part = j / per_part, slot = j % per_part;
+      if (text_masked && slot < k) continue;
+      const float* q = p + part * part_floats(k) + 4 + 2 * slot;
+      const float v = q[0];
+      const int index = __float_as_int(q[1]);
+      const bool after = v < prev_value || (v == prev_value && index > prev_index);
+      if (index >= 0 && v > -INFINITY && after) b = better(b, Best{v, index});
+    }
+    b = block_best(b, best_scratch);
+    if (threadIdx.x == 0) {
+      const bool found = b.index >= 0;
+      out[(static_cast<int64_t>(r) * k + c) * 2] = found ? b.index : spec[kEot];
+      out[(static_cast<int64_t>(r) * k + c) * 2 + 1] = __float_as_int(found ? b.value - lse : -INFINITY);
+    }
+    if (b.index >= 0) prev_value = b.value, prev_index = b.index;
+    else prev_value = -INFINITY, prev_index = 0x7fffffff;  // nothing left: the rest are EOT, −∞
+  }
+}
+
+}  // namespace
+
+int64_t select_tokens_scratch(int rows, int k) { return static_cast<int64_t>(rows) * kParts * part_floats(k); }
+
+void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, float* scratch, int32_t* out,
+                   cudaStream_t stream) {
+  if (rows <= 0) return;
+  if (k < 1 || k > kMaxK) throw Error(ErrorCode::InvalidArgument, "[cuda] select_tokens keeps 1 to 16 tokens per row");
+  select_parts<<<dim3(kParts, static_cast<unsigned>(rows)), kThreads, 0, stream>>>(logits, vocab, spec, k, scratch);
+  select_merge<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(scratch, spec, k, out);
+}
+
+}  // namespace hark::cuda

@@ -1,0 +1,63 @@
+#include "model/decoder_buffers.h"
+
+#include "core/token_select.h"
+
+namespace hark {
+
+DecoderBufferPool::~DecoderBufferPool() {
+  for (auto& [key, sets] : free_)
+    for (auto& set : sets) forget(*set);
+}
+
+std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, const DecoderShape& shape,
+                                                           bool alias_cross_kv) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& sets = free_[{shape, alias_cross_kv}];
+    if (!sets.empty()) {
+      auto set = std::move(sets.back());
+      sets.pop_back();
+      return set;
+    }
+  }
+  Backend& be = *backend_;
+  auto set = std::make_shared<DecoderBuffers>();
+  set->shape = shape;
+  set->id = next_id_++;
+  set->alias_cross_kv = alias_cross_kv;
+  const int64_t rows = static_cast<int64_t>(shape.batch) * hp.n_text_ctx, d = hp.n_text_state;
+  for (int i = 0; i < hp.n_text_layer; ++i) {
+    set->self_k.push_back(be.alloc({rows, d}, be.act_dtype()));
+    set->self_v.push_back(be.alloc({rows, d}, be.act_dtype()));
+  }
+  if (!alias_cross_kv)
+    set->cross_kv = be.alloc({shape.windows * shape.frames, 2LL * hp.n_text_layer * d}, be.cross_kv_dtype());
+  const int64_t n_inputs = 2LL * shape.batch + static_cast<int64_t>(shape.batch) * hp.n_text_ctx;
+  set->host_inputs = be.alloc_host({n_inputs}, DType::I32);
+  set->inputs = be.alloc({n_inputs}, DType::I32);
+  set->host_logits = be.alloc_host({shape.batch, hp.n_vocab}, DType::F32);
+  const int64_t spec = select_spec_size(hp.n_vocab, shape.batch);
+  set->host_spec = be.alloc_host({spec}, DType::I32);
+  set->spec = be.alloc({spec}, DType::I32);
+  set->host_choices = be.alloc_host({shape.batch, DecoderBuffers::kMaxChoices, 2}, DType::I32);
+  set->choices = be.alloc({shape.batch, DecoderBuffers::kMaxChoices, 2}, DType::I32);
+  return set;
+}
+
+void DecoderBufferPool::release(std::shared_ptr<DecoderBuffers> buffers) {
+  if (buffers->alias_cross_kv) buffers->cross_kv = Tensor();  // do not keep the window alive
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& sets = free_[{buffers->shape, buffers->alias_cross_kv}];
+  if (sets.size() < kKeepPerShape) {
+    sets.push_back(std::move(buffers));
+    return;
+  }
+  forget(*buffers);
+}
+
+void DecoderBufferPool::forget(const DecoderBuffers& buffers) {
+  // The plain step's record and one per choice count (decode_select).
+  for (uint64_t k = 0; k <= DecoderBuffers::kMaxChoices; ++k) backend_->forget_replay(buffers.id << 8 | k);
+}
+
+}  // namespace hark

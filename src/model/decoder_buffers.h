@@ -1,0 +1,62 @@
+// The memory behind a DecoderState, and the model's pool of it. States of one shape
+// (rows, windows, frames) reuse the same buffers, so what a backend records on them — a
+// CUDA graph of the decoder step — stays valid from one window to the next.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/backend.h"
+#include "model/hparams.h"
+
+namespace hark {
+
+struct DecoderShape {
+  int batch = 1;         // rows
+  int windows = 1;       // distinct audio windows
+  int64_t frames = 0;    // encoder frames per window
+  auto operator<=>(const DecoderShape&) const = default;
+};
+
+struct DecoderBuffers {
+  DecoderShape shape;
+  uint64_t id = 0;                     // the backend's replay key for this set
+  bool alias_cross_kv = false;
+  std::vector<Tensor> self_k, self_v;  // per layer [batch·n_text_ctx, d]
+  // [windows·frames, n_text_layer·2·d]; for one window on a backend that records no
+  // replays, an alias of that window's own K/V instead of a copy.
+  Tensor cross_kv;
+  // Step inputs, i32: lengths[batch] | row_window[batch] | tokens[batch·n_new]; the host
+  // side is written before each step and copied to the device inside it.
+  Tensor host_inputs, inputs;
+  Tensor host_logits;  // f32 [batch, n_vocab]: the last position of each row
+  // Token selection next to the logits (decode_select): the filters' spec and the choices.
+  Tensor host_spec, spec;        // i32 select_spec_size(n_vocab, batch)
+  Tensor host_choices, choices;  // i32 [batch, kMaxChoices, 2]
+  static constexpr int kMaxChoices = 16;
+};
+
+class DecoderBufferPool {
+ public:
+  explicit DecoderBufferPool(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
+  ~DecoderBufferPool();
+
+  // A free set of this shape, or a new one.
+  std::shared_ptr<DecoderBuffers> acquire(const HParams& hp, const DecoderShape& shape, bool alias_cross_kv);
+  // Takes a set back; keeps a few per shape and lets the backend forget the rest.
+  void release(std::shared_ptr<DecoderBuffers> buffers);
+
+ private:
+  static constexpr size_t kKeepPerShape = 2;
+  void forget(const DecoderBuffers& buffers);
+  std::shared_ptr<Backend> backend_;
+  std::mutex mutex_;
+  std::map<std::pair<DecoderShape, bool>, std::vector<std::shared_ptr<DecoderBuffers>>> free_;
+  std::atomic<uint64_t> next_id_{1};
+};
+
+}  // namespace hark

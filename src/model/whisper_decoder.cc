@@ -1,0 +1,214 @@
+// WhisperModel's decoder: states, the forward pass over the KV cache, beam reordering.
+// Every per-step value (tokens, positions, which window a row reads) reaches the kernels
+// through the state's input buffer, so a backend may record one step and replay it.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "core/ops.h"
+#include "model/decoder_buffers.h"
+#include "model/whisper_model.h"
+
+namespace hark {
+DecoderState::~DecoderState() {
+  if (auto pool = pool_.lock(); pool && buffers_) pool->release(std::move(buffers_));
+}
+
+void DecoderState::clear() {
+  for (auto& n : lengths_) n = 0;
+}
+
+std::unique_ptr<DecoderState> WhisperModel::new_state(std::shared_ptr<const AudioContext> audio, int batch) {
+  return new_state(std::vector<std::shared_ptr<const AudioContext>>(batch, std::move(audio)));
+}
+
+std::unique_ptr<DecoderState> WhisperModel::new_state(std::vector<std::shared_ptr<const AudioContext>> audio_per_row) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  if (audio_per_row.empty()) throw Error(ErrorCode::InvalidArgument, "[decoder] a state needs at least one row");
+  auto state = std::make_unique<DecoderState>();
+  const int batch = static_cast<int>(audio_per_row.size());
+  for (const auto& audio : audio_per_row) {
+    if (!audio) throw Error(ErrorCode::InvalidArgument, "[decoder] a row has no audio");
+    auto it = std::find(state->windows_.begin(), state->windows_.end(), audio);
+    if (it == state->windows_.end()) it = state->windows_.insert(state->windows_.end(), audio);
+    state->row_window_.push_back(static_cast<int32_t>(it - state->windows_.begin()));
+  }
+  const int64_t frames = state->windows_.front()->frames();
+  for (const auto& w : state->windows_)
+    if (w->frames() != frames) throw Error(ErrorCode::InvalidArgument, "[decoder] rows attend to windows of different lengths");
+  state->lengths_.assign(batch, 0);
+  DecoderShape shape{batch, static_cast<int>(state->windows_.size()), frames};
+  // One window needs no copy of its K/V unless the backend replays recorded steps, which
+  // need the K/V at the same address every time.
+  const bool alias = shape.windows == 1 && !be.records_replays();
+  state->buffers_ = pool_->acquire(hp, shape, alias);
+  state->pool_ = pool_;
+  DecoderBuffers& buf = *state->buffers_;
+  if (alias) {
+    buf.cross_kv = state->windows_.front()->cross_kv;
+  } else {
+    for (size_t w = 0; w < state->windows_.size(); ++w) {
+      Tensor dst = buf.cross_kv.rows(static_cast<int64_t>(w) * frames, static_cast<int64_t>(w + 1) * frames);
+      be.copy(state->windows_[w]->cross_kv, dst);
+    }
+  }
+  return state;
+}
+
+void WhisperModel::validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new) const {
+  const HParams& hp = hparams();
+  const int batch = state.batch();
+  if (n_new <= 0 || static_cast<int64_t>(tokens.size()) != static_cast<int64_t>(batch) * n_new)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] expected " + std::to_string(batch) + " x " +
+                                                std::to_string(n_new) + " tokens, got " + std::to_string(tokens.size()));
+  for (int r = 0; r < batch; ++r)
+    if (state.lengths_[r] + n_new > hp.n_text_ctx)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] sequence would exceed the text context of " +
+                                                  std::to_string(hp.n_text_ctx) + " tokens");
+  for (int32_t id : tokens)
+    if (id < 0 || id >= hp.n_vocab)
+      throw Error(ErrorCode::InvalidArgument, "[embedding] token id " + std::to_string(id) +
+                                                  " outside the vocabulary of " + std::to_string(hp.n_vocab));
+}
+
+void WhisperModel::stage_inputs(DecoderState& state, std::span<const int32_t> tokens) {
+  const int batch = state.batch();
+  int32_t* in = state.buffers_->host_inputs.data<int32_t>();
+  std::copy(state.lengths_.begin(), state.lengths_.end(), in);
+  std::copy(state.row_window_.begin(), state.row_window_.end(), in + batch);
+  std::copy(tokens.begin(), tokens.end(), in + 2 * batch);
+}
+
+Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens, int n_new, bool all_positions,
+                            CrossAttentionCapture* capture) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  validate_step(state, tokens, n_new);
+  const int batch = state.batch();
+  DecoderBuffers& buf = *state.buffers_;
+  stage_inputs(state, tokens);
+  if (capture) {
+    capture->weights.clear();
+    for (size_t i = 0; i < capture->layers.size(); ++i)
+      capture->weights.push_back(Tensor::empty({batch, hp.n_text_head, n_new, buf.shape.frames}));
+  }
+  Tensor result;
+  if (all_positions || capture || n_new > 1) {
+    Tensor logits = decoder_forward(state, n_new, all_positions, capture);
+    result = be.to_host(logits);
+    if (all_positions) result = result.reshape({batch, n_new, hp.n_vocab});
+  } else {
+    // The common single-token step: recorded once per buffer set, replayed afterwards.
+    be.replay(buf.id << 8, [&] {
+      Tensor logits = decoder_forward(state, n_new, false, nullptr);
+      be.copy_async(logits, buf.host_logits);
+    });
+    be.synchronize();
+    result = buf.host_logits.clone();
+  }
+  for (int r = 0; r < batch; ++r) state.lengths_[r] += n_new;
+  return result;
+}
+
+Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_positions,
+                                     CrossAttentionCapture* capture) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  DecoderBuffers& buf = *state.buffers_;
+  const int batch = state.batch();
+  const int64_t d = hp.n_text_state, n_inputs = 2LL * batch + static_cast<int64_t>(batch) * n_new;
+  Tensor staged = buf.host_inputs.rows(0, n_inputs), inputs = buf.inputs.rows(0, n_inputs);
+  be.copy_async(staged, inputs);
+  const Tensor lengths = inputs.rows(0, batch), row_window = inputs.rows(batch, 2 * batch);
+  const Tensor ids = inputs.rows(2 * batch, n_inputs);
+  Tensor x = ops::embedding(be, *layers_.token_embedding, *layers_.decoder_positions, ids, lengths, n_new);
+  for (int layer = 0; layer < hp.n_text_layer; ++layer) {
+    const DecoderLayer& l = layers_.decoder[layer];
+    {  // causal self-attention with the KV cache
+      const Tensor* ws[] = {l.attn.query.weight, l.attn.key.weight, l.attn.value.weight};
+      const Tensor* bs[] = {l.attn.query.bias, nullptr, l.attn.value.bias};
+      Tensor qkv = ops::norm_linear_packed(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs);
+      Tensor att = ops::cached_attention(be, qkv, buf.self_k[layer], buf.self_v[layer], lengths, n_new, hp.n_text_head);
+      ops::linear_residual(be, att, *l.attn.out.weight, l.attn.out.bias, x);
+    }
+    {  // cross-attention over the windows' K/V
+      Tensor q = ops::norm_linear(be, x, *l.cross_attn_ln.weight, *l.cross_attn_ln.bias, *l.cross_attn.query.weight,
+                                  l.cross_attn.query.bias);
+      Tensor* weights = nullptr;
+      if (capture)
+        for (size_t i = 0; i < capture->layers.size(); ++i)
+          if (capture->layers[i] == layer) weights = &capture->weights[i];
+      const PackedKV kv{&buf.cross_kv, buf.shape.frames, 2 * layer * d, (2 * layer + 1) * d};
+      Tensor att = ops::cross_attention(be, q, kv, row_window, state.row_window_, n_new, hp.n_text_head, weights);
+      ops::linear_residual(be, att, *l.cross_attn.out.weight, l.cross_attn.out.bias, x);
+    }
+    mlp_residual(be, x, l.mlp_ln, l.mlp);
+  }
+  Tensor hidden = x;
+  if (!all_positions && n_new > 1) {  // only each row's last position goes on
+    hidden = be.alloc({batch, d}, be.act_dtype());
+    for (int r = 0; r < batch; ++r) {
+      Tensor dst = hidden.rows(r, r + 1);
+      be.copy(x.rows(static_cast<int64_t>(r) * n_new + n_new - 1, static_cast<int64_t>(r + 1) * n_new), dst);
+    }
+  }
+  // Logits use the token embedding as the output projection (tied weights), in fp32.
+  return ops::norm_linear(be, hidden, *layers_.decoder_ln.weight, *layers_.decoder_ln.bias, *layers_.token_embedding,
+                          nullptr, Epilogue::None, DType::F32);
+}
+
+std::vector<TokenChoice> WhisperModel::decode_select(DecoderState& state, std::span<const int32_t> tokens,
+                                                     const SelectionRules& rules, std::span<const SampledSummary> rows,
+                                                     int k) {
+  const HParams& hp = hparams();
+  Backend& be = *backend_;
+  validate_step(state, tokens, 1);
+  const int batch = state.batch();
+  if (static_cast<int>(rows.size()) != batch || k < 1 || k > DecoderBuffers::kMaxChoices)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] decode_select needs one summary per row and 1..16 choices");
+  DecoderBuffers& buf = *state.buffers_;
+  stage_inputs(state, tokens);
+  const std::vector<int32_t> spec = make_select_spec(rules, hp.n_vocab, rows);
+  std::copy(spec.begin(), spec.end(), buf.host_spec.data<int32_t>());
+  const int64_t n_choices = static_cast<int64_t>(batch) * k * 2;
+  Tensor choices = buf.choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  Tensor host_choices = buf.host_choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  // A separate record per k (the selection's launch differs), 8 bits above the plain step's key.
+  be.replay(buf.id << 8 | static_cast<uint64_t>(k), [&] {
+    Tensor logits = decoder_forward(state, 1, false, nullptr);
+    be.copy_async(buf.host_spec, buf.spec);
+    ops::select_tokens(be, logits, buf.spec, k, choices);
+    be.copy_async(choices, host_choices);
+  });
+  be.synchronize();
+  for (int r = 0; r < batch; ++r) state.lengths_[r] += 1;
+  std::vector<TokenChoice> out(static_cast<size_t>(batch) * k);
+  const int32_t* c = host_choices.data<int32_t>();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = {c[2 * i], std::bit_cast<float>(c[2 * i + 1])};
+  return out;
+}
+
+void WhisperModel::reorder(DecoderState& state, std::span<const int> source) {
+  const int batch = state.batch();
+  if (static_cast<int>(source.size()) != batch)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] reorder needs one source row per row");
+  std::vector<int> lengths(batch);
+  std::vector<int32_t> row_window(batch);
+  for (int r = 0; r < batch; ++r) {
+    if (source[r] < 0 || source[r] >= batch) throw Error(ErrorCode::InvalidArgument, "[decoder] reorder row out of range");
+    lengths[r] = state.lengths_[source[r]];
+    row_window[r] = state.row_window_[source[r]];
+  }
+  DecoderBuffers& buf = *state.buffers_;
+  std::vector<Tensor*> caches;
+  for (size_t layer = 0; layer < buf.self_k.size(); ++layer) {
+    caches.push_back(&buf.self_k[layer]);
+    caches.push_back(&buf.self_v[layer]);
+  }
+  backend_->gather_sequences(caches, hparams().n_text_ctx, source, lengths);
+  state.lengths_ = lengths;
+  state.row_window_ = row_window;
+}
+
+}  // namespace hark

@@ -1,0 +1,144 @@
+// The bundled model (head dim 32) through the whole pipeline on the GPU: every clip of
+// tests/data/toy-eval transcribed by the fp32 reference path and by the f16 / bf16 fast
+// path, greedy with and without timestamps and beam 5. The rule: at most two differing
+// tokens per clip; identical text is expected and counted. Also: the CUDA fp32 path gives
+// the CPU's tokens, `faithful` requests on a fast engine give the fp32 tokens, and word
+// timestamps stay close (95 % of word boundaries within 0.1 s, mean difference ≤ 0.05 s:
+// DTW may move a boundary inside a pause by a word's length when bf16's coarser
+// attention weights shift the path, so the worst case is recorded, not bounded).
+// Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "audio/audio.h"
+#include "core/backend.h"
+#include "hark/engine.h"
+#include "test_support.h"
+#include "token_distance.h"
+
+namespace hark {
+namespace {
+
+struct Outcome {
+  std::vector<int> tokens;
+  std::string text;
+  std::vector<Word> words;
+};
+
+Outcome run(Engine& engine, const std::vector<float>& audio, const TranscribeOptions& options) {
+  const Transcript t = engine.transcribe(audio, options);
+  Outcome r;
+  r.text = t.text;
+  for (const Segment& s : t.segments) {
+    r.tokens.insert(r.tokens.end(), s.tokens.begin(), s.tokens.end());
+    r.words.insert(r.words.end(), s.words.begin(), s.words.end());
+  }
+  return r;
+}
+
+std::unique_ptr<Engine> open(const std::string& device, const std::string& compute) {
+  EngineOptions o;
+  o.model = std::string(HARK_SOURCE_DIR) + "/models/hark-toy-speech";
+  o.device = device;
+  o.compute_type = compute;
+  o.threads = 2;
+  return Engine::open(o);
+}
+
+std::vector<std::pair<std::string, std::vector<float>>> clips() {
+  std::vector<std::pair<std::string, std::vector<float>>> out;
+  for (const auto& ref : nlohmann::json::parse(test::read_file(test::data_path("toy-eval/references.json")))) {
+    const std::string file = ref["file"];
+    out.emplace_back(file, decode_audio_file(test::data_path("toy-eval/" + file)));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, TranscribeOptions>> option_sets() {
+  TranscribeOptions greedy, plain, beam;
+  greedy.temperatures = plain.temperatures = beam.temperatures = {0.0f};
+  plain.without_timestamps = true;
+  beam.beam_size = 5;
+  return {{"greedy", greedy}, {"greedy-no-timestamps", plain}, {"beam5", beam}};
+}
+
+class ToyFastPath : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  }
+};
+
+TEST_P(ToyFastPath, EveryClipWithinTwoTokens) {
+  auto ref = open("cuda", "f32"), fast = open("cuda", GetParam());
+  int runs = 0, same_text = 0, worst = 0;
+  for (const auto& [file, audio] : clips()) {
+    for (const auto& [name, options] : option_sets()) {
+      const Outcome a = run(*ref, audio, options), b = run(*fast, audio, options);
+      const int distance = test::edit_distance(b.tokens, a.tokens);
+      worst = std::max(worst, distance);
+      EXPECT_LE(distance, 2) << file << " " << name << "\n fp32: " << a.text << "\n fast: " << b.text;
+      same_text += a.text == b.text;
+      ++runs;
+    }
+  }
+  RecordProperty("runs", runs);
+  RecordProperty("identical_text", same_text);
+  RecordProperty("worst_token_distance", worst);
+  std::printf("[toy fast path %s] %d of %d runs with identical text, worst token distance %d\n", GetParam().c_str(),
+              same_text, runs, worst);
+}
+
+TEST_P(ToyFastPath, WordTimestampsStayClose) {
+  auto ref = open("cuda", "f32"), fast = open("cuda", GetParam());
+  TranscribeOptions options;
+  options.temperatures = {0.0f};
+  options.word_timestamps = true;
+  double worst = 0, total = 0;
+  int compared = 0, close = 0;
+  for (const auto& [file, audio] : clips()) {
+    const Outcome a = run(*ref, audio, options), b = run(*fast, audio, options);
+    if (a.tokens != b.tokens || a.words.size() != b.words.size()) continue;  // timings compare like for like
+    for (size_t i = 0; i < a.words.size(); ++i) {
+      for (double diff : {std::abs(a.words[i].start - b.words[i].start), std::abs(a.words[i].end - b.words[i].end)}) {
+        worst = std::max(worst, diff);
+        total += diff;
+        close += diff <= 0.1;
+        ++compared;
+      }
+    }
+  }
+  RecordProperty("worst_word_time_difference_s", std::to_string(worst));
+  RecordProperty("mean_word_time_difference_s", std::to_string(total / std::max(compared, 1)));
+  RecordProperty("boundaries_within_0_1_s", std::to_string(close) + " of " + std::to_string(compared));
+  EXPECT_GT(compared, 40);
+  EXPECT_GE(close, 0.95 * compared);
+  EXPECT_LE(total / std::max(compared, 1), 0.05);
+}
+
+TEST_P(ToyFastPath, FaithfulRequestsRunTheReferencePath) {
+  auto ref = open("cuda", "f32"), fast = open("cuda", GetParam());
+  const auto all = clips();
+  TranscribeOptions options;
+  options.temperatures = {0.0f};
+  options.faithful = true;
+  for (size_t i = 0; i < all.size(); i += 4)
+    EXPECT_EQ(run(*fast, all[i].second, options).tokens, run(*ref, all[i].second, options).tokens) << all[i].first;
+}
+
+INSTANTIATE_TEST_SUITE_P(ComputeTypes, ToyFastPath, ::testing::Values("f16", "bf16"),
+                         [](const auto& info) { return info.param; });
+
+TEST(ToyReferencePath, CudaFp32GivesTheCpuTokens) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine";
+  auto cpu = open("cpu", "f32"), gpu = open("cuda", "f32");
+  TranscribeOptions options;
+  options.temperatures = {0.0f};
+  for (const auto& [file, audio] : clips()) EXPECT_EQ(run(*gpu, audio, options).tokens, run(*cpu, audio, options).tokens) << file;
+}
+
+}  // namespace
+}  // namespace hark
