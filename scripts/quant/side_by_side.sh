@@ -7,7 +7,9 @@
 # MODEL_DIR must hold ggml-{tiny,base}-f16.bin (`hark convert synthetic:SIZE --to ggml
 # --dtype f16`) and the quantized files whisper-quantize made from them
 # (ggml-SIZE-q8_0.bin, -q5_0, -q4_0, and ggml-base-q4_k.bin). Each round runs every
-# configuration once; the medians over the rounds are printed as one table row each.
+# configuration once; the medians over the rounds are printed as one table row each. The
+# 5-row column is hark's step of 5 rows (beams) and whisper.cpp's call of 5 tokens
+# (whisper-bench's "batchd", reported per token, times 5).
 set -euo pipefail
 hark=$1 wcpp=$2 dir=$3 rounds=${4:-5}
 out=$(mktemp -d)
@@ -33,24 +35,29 @@ for ((r = 0; r < rounds; ++r)); do
     cmd=${configs[$i]#*|}
     log=$($cmd 2>&1 || true)
     if [[ $cmd == *whisper-bench* ]]; then
-      enc=$(printf '%s\n' "$log" | sed -n 's/.*encode time = .*(\s*\([0-9.]*\) ms per run).*/\1/p')
-      dec=$(printf '%s\n' "$log" | sed -n 's/.*decode time = .*(\s*\([0-9.]*\) ms per run).*/\1/p')
+      per_run() { printf '%s\n' "$log" | sed -n "s/.*$1 time = .*(\\s*\\([0-9.]*\\) ms per run).*/\\1/p"; }
+      enc=$(per_run encode) dec=$(per_run decode)
+      # batchd: one call of 5 tokens, timed per token
+      beam=$(awk -v t="$(per_run batchd)" 'BEGIN {print t * 5}')
     else
-      enc=$(printf '%s\n' "$log" | awk '/^encoder/ {print $2}')
-      dec=$(printf '%s\n' "$log" | awk '/^decoder/ {print $2}')
+      enc=$(printf '%s\n' "$log" | awk '/^encoder/ {print $2; exit}')
+      dec=$(printf '%s\n' "$log" | awk '/^decoder/ && / at batch 1 / {print $2; exit}')
+      beam=$(printf '%s\n' "$log" | awk '/^decoder/ && / at batch 5 / {print $2; exit}')
       printf '%s\n' "$log" | awk '/^step reads/' >> "$out/floor-$i"
     fi
-    echo "$enc $dec" >> "$out/times-$i"
+    echo "$enc $dec $beam" >> "$out/times-$i"
   done
 done
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-printf '| configuration | encoder ms | decoder ms/token | step reads, floor |\n| --- | --- | --- | --- |\n'
+printf '| configuration | encoder ms | decoder ms / step, 1 row | 5 rows | step reads, floor |\n'
+printf '| --- | --- | --- | --- | --- |\n'
 for i in "${!configs[@]}"; do
   label=${configs[$i]%%|*}
   enc=$(awk '{print $1}' "$out/times-$i" | median)
   dec=$(awk '{print $2}' "$out/times-$i" | median)
+  beam=$(awk '{print $3}' "$out/times-$i" | median)
   floor=""
   [ -f "$out/floor-$i" ] && floor=$(tail -n 1 "$out/floor-$i" | sed 's/^step reads *//')
-  printf '| %s | %s | %s | %s |\n' "$label" "$enc" "$dec" "$floor"
+  printf '| %s | %s | %s | %s | %s |\n' "$label" "$enc" "$dec" "$beam" "$floor"
 done
