@@ -13,8 +13,12 @@ check() {  # name, condition result
   if [ "$2" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $1"; fi
 }
 
+# The sanitizer build (HARK_SANITIZED), where each transcription takes seconds, checks the
+# English clips only.
+languages=(en de fr es)
+[[ -z ${HARK_SANITIZED:-} ]] || languages=(en)
 for ct in f32 int8; do
-  for lang in en de fr es; do
+  for lang in "${languages[@]}"; do
     "$hark" transcribe "$root"/tests/data/toy-eval/"$lang"-*.wav --model "$model" --language "$lang" \
       --compute-type "$ct" --threads 2 --temperature 0 --format txt --output-dir "$work/$ct" --no-progress \
       >/dev/null 2>"$work/err"
@@ -22,12 +26,14 @@ for ct in f32 int8; do
   done
 done
 
-python3 - "$root" "$work" <<'PY'
+python3 - "$root" "$work" "${languages[*]}" <<'PY'
 import json, os, sys
 root, work = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(root, "scripts/toy-model"))
 import wer
-refs = [r for r in json.load(open(os.path.join(root, "tests/data/toy-eval/references.json"))) if r["kind"] != "silence"]
+langs = sys.argv[3].split()
+refs = [r for r in json.load(open(os.path.join(root, "tests/data/toy-eval/references.json")))
+        if r["kind"] != "silence" and r["lang"] in langs]
 def hyps(ct):
     return [open(os.path.join(work, ct, r["file"][:-4] + ".txt"), encoding="utf-8").read().strip() for r in refs]
 references = [r["reference"] for r in refs]
