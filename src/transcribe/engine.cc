@@ -92,15 +92,19 @@ class WhisperEngine : public Engine {
 
  private:
   // The model a request runs on: the engine's own, or for `faithful` requests on a fast
-  // (16-bit) backend, a second copy on the same device in fp32 — the reference path.
+  // (16-bit or quantized) engine, a second copy on the same device in fp32 — the reference
+  // path (quantized weights widened to the values they hold).
   WhisperModel& model_for(const TranscribeOptions& options) {
-    if (!options.faithful || model_.backend().act_dtype() == DType::F32) return model_;
+    const bool fast = model_.backend().act_dtype() != DType::F32 || model_.backend().cross_kv_dtype() != DType::F32 ||
+                      dtype_is_quantized(checkpoint_->dtype);
+    if (!options.faithful || !fast) return model_;
     if (!faithful_) {
       BackendOptions bo;
       bo.compute_type = "f32";
       bo.threads = model_.backend().threads();
       std::shared_ptr<Backend> backend = make_backend(device_.empty() ? "cpu" : device_, bo);
-      faithful_ = std::make_unique<WhisperModel>(checkpoint_, std::move(backend));
+      auto widened = apply_compute_type(checkpoint_, compute_type_named("f32"), backend->device());
+      faithful_ = std::make_unique<WhisperModel>(std::move(widened), std::move(backend));
     }
     return *faithful_;
   }

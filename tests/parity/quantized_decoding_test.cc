@@ -13,6 +13,7 @@
 
 #include "audio/audio.h"
 #include "hark/engine.h"
+#include "model/loaders/loaders.h"
 #include "test_support.h"
 
 namespace hark {
@@ -151,6 +152,31 @@ TEST_P(ToyQuantized, AtMostTwoDifferingTokensPerClip) {
 // int8 is the fast CPU mode; the ggml types that keep the rule on this model run with
 // HARK_SLOW_TESTS=1 (q5_1 and the 4-bit types do not: docs/models-formats.md has their counts).
 INSTANTIATE_TEST_SUITE_P(ComputeTypes, ToyQuantized, ::testing::Values("int8", "q8_0", "q6_k", "q5_0"));
+
+// `faithful` requests on a quantized engine run the fp32 reference path on the values the
+// quantized weights hold: the same tokens as an f32 engine over the same file.
+TEST(ToyQuantizedFaithful, RunsTheFp32PathOnTheQuantizedValues) {
+  const std::string file = test::temp_dir("faithful-q8") + "/ggml-toy-q8_0.bin";
+  loaders::save_ggml(*load_checkpoint(std::string(HARK_SOURCE_DIR) + "/models/hark-toy-speech"), file, DType::Q8_0);
+  EngineOptions options;
+  options.model = file;
+  options.threads = 2;
+  const auto quantized = Engine::open(options);
+  options.compute_type = "f32";
+  const auto reference = Engine::open(options);
+  const Clip& clip = toy_clips().front();
+  TranscribeOptions faithful = decoding(0, clip.language);
+  faithful.faithful = true;
+  const Transcript want = reference->transcribe(clip.audio, decoding(0, clip.language));
+  const Transcript got = quantized->transcribe(clip.audio, faithful);
+  EXPECT_EQ(all_tokens(got), all_tokens(want));
+  ASSERT_FALSE(want.segments.empty());
+  ASSERT_EQ(got.segments.size(), want.segments.size());
+  // The same arithmetic to the last bit (the quantized path's log-probabilities differ).
+  EXPECT_EQ(got.segments[0].avg_logprob, want.segments[0].avg_logprob);
+  const Transcript fast = quantized->transcribe(clip.audio, decoding(0, clip.language));
+  EXPECT_NE(fast.segments[0].avg_logprob, want.segments[0].avg_logprob);
+}
 
 }  // namespace
 }  // namespace hark
