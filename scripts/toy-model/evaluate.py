@@ -1,15 +1,16 @@
 """Held-out evaluation of the exported toy checkpoint, decoded by transformers' greedy
 generate(): WER per language, language identification, no-speech probability on
-silence-only windows, segment-boundary error; then the alignment heads (decoder
-cross-attention heads whose attention stays inside the utterance being written) and a
-small subset of the held-out windows as WAV files with references for the repository."""
+silence and noise-only windows; with --eval full also segment-boundary error, the
+alignment heads (decoder cross-attention heads whose attention stays inside the
+utterance being written), evaluate_full.py's degraded-channel, long-form, word-timestamp
+and empty-transcript measures, and a small subset of the held-out windows as WAV files
+with references for the repository. --eval quick (every resumed run) measures plain WER,
+language identification and no-speech on fewer windows."""
 import io
 import json
 import os
-import random
 import tarfile
 import time
-import wave
 
 import numpy as np
 import torch
@@ -17,48 +18,12 @@ import torch
 import layout
 import tokens as T
 import trainer
+import evalsets
 import wer as W
 
 RATE = layout.RATE
 SUBSET_SINGLE, SUBSET_MULTI = 2, 1
 MAX_NEW_TOKENS = 220
-
-
-def build_windows(eval_clips, eval_meta, tok, seed=7, counts=(10, 20, 16)):
-    """Deterministic held-out windows (int16 audio of natural length, < 30 s)."""
-    table, audio = layout.ClipTable(), []
-    for index, clip in sorted(eval_clips, key=lambda c: c[0]):
-        if len(clip) >= RATE // 5:
-            m = eval_meta[index]
-            table.add(m["lang"], len(clip) / RATE, m["text"], tok.encode(" " + m["text"]))
-            audio.append(clip)
-    rng = random.Random(seed)
-    items = []
-    for lang in sorted(table.by_lang):
-        for kind, count in (("single", counts[0]), ("multi", counts[1])):
-            for i in range(count):
-                plan = layout.plan_window(rng, table, lang, kind, max_utts=5, gap=(0.4, 1.5), allow_cut=False)
-                items.append(_render(rng, plan, table, audio, f"{lang}-{kind}-{i:02d}"))
-    for i in range(counts[2]):
-        plan = {"lang": None, "kind": "silence", "placements": [], "cut": None, "audio_end": rng.uniform(4.0, 30.0)}
-        items.append(_render(rng, plan, table, audio, f"silence-{i:02d}", noise=0.0 if i < 4 else None))
-    return items, table
-
-
-def _render(rng, plan, table, audio, name, noise=None):
-    n = int(min(layout.WINDOW_S, plan["audio_end"]) * RATE)
-    x = np.zeros(n, np.float32)
-    for clip, start in plan["placements"]:
-        s = int(round(start * RATE))
-        piece = audio[clip][: n - s].astype(np.float32) / 32768.0 * rng.uniform(0.5, 1.4)
-        x[s: s + len(piece)] += piece
-    if noise is None:
-        noise = np.exp(rng.uniform(np.log(1e-4), np.log(6e-3)))
-    x += np.random.default_rng(rng.randrange(1 << 30)).standard_normal(n).astype(np.float32) * noise
-    pcm = np.clip(np.round(x * 32767.0), -32768, 32767).astype(np.int16)
-    return {"name": name, "lang": plan["lang"], "kind": plan["kind"], "pcm": pcm,
-            "segments": layout.reference_segments(plan, table),
-            "text": " ".join(table.text[c] for c, _ in plan["placements"]), "plan": plan}
 
 
 def parse_output(ids, tok):
@@ -217,10 +182,10 @@ def alignment_scores(export_dir, items, table, device, log):
 def run(args, export_dir, eval_clips, eval_meta, results, log, deadline):
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     tok = T.Tokenizer()
-    global MAX_NEW_TOKENS
-    MAX_NEW_TOKENS = 12 if args.dry_run else MAX_NEW_TOKENS
-    items, table = build_windows(eval_clips, eval_meta, tok, counts=(2, 3, 5) if args.dry_run else (10, 20, 16))
-    log(f"held-out windows: {len(items)}")
+    full = args.eval == "full"
+    held = evalsets.HeldOut(eval_clips, eval_meta, tok)
+    items, table = evalsets.windows(held, counts=(10, 20, 24) if full else (6, 6, 16)), held.table
+    log(f"held-out windows: {len(items)} ({args.eval})")
     feats, mel_diff = features(items, device, log)
     model = _load(export_dir, device)
     codes, nospeech = first_step(model, feats)
@@ -238,7 +203,7 @@ def run(args, export_dir, eval_clips, eval_meta, results, log, deadline):
     metrics["no_speech_prob_speech_max"] = max(d["no_speech_prob"] for d in speech)
     log(f"LID {metrics['language_id_accuracy']:.3f}; no-speech on silence {metrics['no_speech_prob_silence']}")
     results["metrics"] = metrics
-    for timestamps in (True, False):
+    for timestamps in ((True, False) if full else (False,)):
         key = "timestamps" if timestamps else "plain"
         per_lang, boundary = {}, []
         for lang in sorted({d["lang"] for d in speech}):
@@ -275,7 +240,7 @@ def run(args, export_dir, eval_clips, eval_meta, results, log, deadline):
                 "mean_abs_error_s": round(float(np.mean(known)), 4) if known else None,
                 "share_within_0.3s": round(sum(e <= 0.3 for e in known) / max(1, len(boundary)), 4)}
             log(f"boundaries {metrics['segment_boundaries']}")
-    if time.time() < deadline - 10:
+    if full and time.time() < deadline - 10:
         try:
             heads, scores = alignment_scores(export_dir, items, table, device, log)
             trainer.write_generation_config(export_dir, heads, model.config.decoder_layers,
@@ -283,7 +248,10 @@ def run(args, export_dir, eval_clips, eval_meta, results, log, deadline):
             metrics["alignment_heads"], metrics["alignment_scores"] = heads, scores
         except Exception as e:
             log(f"alignment heads not measured ({e!r}); keeping the upper-half default")
-    write_subset(args.out, items, details, log)
+    if full:
+        import evaluate_full
+        evaluate_full.run(args, export_dir, held, items, metrics, log, deadline)
+        write_subset(args.out, items, details, log)
     with open(os.path.join(args.out, "eval-details.json"), "w", encoding="utf-8") as f:
         json.dump(details, f, ensure_ascii=False)
     results["stages"]["evaluate"] = "ok"
@@ -304,13 +272,7 @@ def write_subset(out, items, details, log):
     with tarfile.open(os.path.join(out, "toy-eval.tar"), "w") as tar:
         for i in picked:
             it, d = items[i], details[i]
-            buf = io.BytesIO()
-            with wave.open(buf, "wb") as w:
-                w.setnchannels(1)
-                w.setsampwidth(2)
-                w.setframerate(RATE)
-                w.writeframes(it["pcm"].tobytes())
-            data = buf.getvalue()
+            data = evalsets.wav_bytes(it["pcm"])
             info = tarfile.TarInfo(f"{it['name']}.wav")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))

@@ -1,35 +1,62 @@
 #!/usr/bin/env bash
-# Remakes the toy speech model end to end on the GPU machine (one H200, ~9 minutes):
-# espeak-ng corpus synthesis, training, fp16 export, held-out evaluation.
+# One time-boxed training run of the toy speech model on the GPU machine (one H200):
+# espeak-ng synthesis of the next corpus sentences on the CPU cores while the GPU trains,
+# state saved in parts of <= 15 MiB, held-out evaluation. Run it again with --resume to
+# continue where the last run stopped. See scripts/toy-model/NEXT.md for the whole plan.
 #
-#   bash scripts/toy-model/fetch-debs.sh          # once, on the development machine
-#   bash scripts/toy-model/remake.sh [OUT_DIR] [train.py options]   # on the GPU machine,
-#                                                 # with .device-carry/debs carried there
-# OUT_DIR (default $OUT) receives: model.safetensors.part-00/-01, config.json,
-# generation_config.json, results.json, eval-details.json, toy-eval.tar, train-log.txt.
+#   on the development machine, once:
+#     bash scripts/toy-model/fetch-debs.sh              # espeak-ng .debs -> .device-carry/debs
+#     bash scripts/toy-model/corpus/fetch.sh            # text packages -> .device-carry/corpus-*
+#     /usr/bin/python3 scripts/toy-model/corpus/build.py   # -> .device-carry/corpus-full
+#   before every run, here: the next sentences from the state's data position
+#     /usr/bin/python3 scripts/toy-model/runstate.py slice .device-carry/corpus-full \
+#         .device-carry/state .device-carry/corpus 50000      # "new" instead of the state at first
+#     bash scripts/toy-model/slim-for-training.sh on      # (off again after the call)
+#   on the GPU machine (carry .device-carry/debs, .device-carry/corpus and, to resume,
+#   .device-carry/state holding the previous run's state.tar.part-* and state.tar.sha256):
+#     bash scripts/toy-model/remake.sh [--resume .device-carry/state] [--budget-s 480] \
+#          [--eval quick|full|none] [--cooldown] [--out DIR] [other train.py options]
+#   a dry run here (no torch): PYTHON=/usr/bin/python3 bash scripts/toy-model/remake.sh --dry-run
+#
+# OUT (default $OUT) receives at most 7 files: state.tar.part-00.. (model, Adam moments,
+# data position), state.tar.sha256, results.json, report.tar (train-log.txt,
+# eval-details.json, toy-eval.tar with --eval full).
 set -u
-out=${1:-${OUT:-/tmp/hark-toy-out}}
-shift || true
+out=${OUT:-/tmp/hark-toy-out}
+py=${PYTHON:-python3}  # the GPU machine's python3 has torch; a dry run here: PYTHON=/usr/bin/python3
+resume=""
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --resume) resume=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
 mkdir -p "$out"
 prefix=/tmp/hark-espeak
 mkdir -p "$prefix"
 for f in .device-carry/debs/*.deb; do dpkg -x "$f" "$prefix"; done
 lib=$prefix/usr/lib/x86_64-linux-gnu
 # Only the synthesis workers get this library path (train.py passes it on): the Debian 12
-# libraries must not shadow the machine's own in the process that runs torch.
+# libraries must not shadow the machine's own in the process that runs torch. The same
+# path lets augment.py find libopus, libmp3lame and libmpg123 there.
 export ESPEAK_LD_PATH=$lib:$prefix/lib/x86_64-linux-gnu:$lib/pulseaudio
 export ESPEAK_LIB=$lib/libespeak-ng.so.1 ESPEAK_DATA=$lib ESPEAK_BIN=$prefix/usr/bin/espeak-ng
 export PYTHONUNBUFFERED=1 PYTHONHASHSEED=0
-python3 scripts/toy-model/train.py --out "$out/work" "$@" 2>&1 | tee "$out/train-log.txt"
-rc=${PIPESTATUS[0]}
-cp "$out"/work/hark-toy-speech/*.json "$out"/ 2>/dev/null
-# The device machine returns files of at most 16 MiB: the checkpoint travels in two parts.
-# Join them with: cat model.safetensors.part-* > model.safetensors (sha256 in the log).
-if [ -f "$out/work/hark-toy-speech/model.safetensors" ]; then
-  sha256sum "$out/work/hark-toy-speech/model.safetensors" | tee -a "$out/train-log.txt"
-  split -b 15M -d "$out/work/hark-toy-speech/model.safetensors" "$out/model.safetensors.part-"
+if [ -n "$resume" ]; then
+  rm -rf /tmp/hark-state
+  "$py" scripts/toy-model/runstate.py unpack "$resume" /tmp/hark-state > "$out/resumed-state.json" || exit 1
+  args+=(--resume /tmp/hark-state)
 fi
-cp "$out"/work/results.json "$out"/work/eval-details.json "$out"/work/toy-eval.tar "$out"/ 2>/dev/null
+"$py" scripts/toy-model/train.py --out "$out/work" "${args[@]}" 2>&1 | tee "$out/train-log.txt"
+rc=${PIPESTATUS[0]}
+case " ${args[*]} " in *" --dry-run "*) ls -l "$out/work/dry-run"; exit "$rc" ;; esac  # keep its files
+mv "$out"/work/state.tar.part-* "$out"/work/state.tar.sha256 "$out"/ 2>/dev/null
+cp "$out"/work/results.json "$out"/ 2>/dev/null
+(cd "$out" && mv work/eval-details.json work/toy-eval.tar . 2>/dev/null
+ tar -cf report.tar train-log.txt resumed-state.json eval-details.json toy-eval.tar 2>/dev/null
+ rm -f train-log.txt resumed-state.json eval-details.json toy-eval.tar)
 rm -rf "$out/work"
 ls -l "$out"
 exit "$rc"

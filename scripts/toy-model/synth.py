@@ -1,10 +1,13 @@
-"""espeak-ng synthesis of many short clips on all CPU cores.
+"""espeak-ng synthesis of many short clips on all CPU cores, with word timings and
+optional acoustic effects (augment.py).
 
-Each worker process loads libespeak-ng once through ctypes (synchronous mode, samples
-delivered to a callback), which is ~20 ms per clip instead of ~100 ms for a process per
-clip; if the library cannot be loaded it falls back to the espeak-ng program. Clips are
-trimmed to the first and last audible sample (so utterance boundaries are the speech
-boundaries), resampled 22 050 -> 16 000 Hz and returned as int16.
+Each worker process loads libespeak-ng once through ctypes (synchronous mode, samples and
+events delivered to a callback), which is ~20 ms per clip instead of ~100 ms for a process
+per clip; if the library cannot be loaded it falls back to the espeak-ng program (then
+without word timings). Clips are trimmed to the first and last audible sample (so
+utterance boundaries are the speech boundaries), resampled 22 050 -> 16 000 Hz, degraded
+by the planned effects and returned as int16 with the start and end (seconds) of every
+whitespace-separated word of the text, from espeak-ng's word events.
 
 Environment (set by remake.sh on the GPU machine, unset here):
   ESPEAK_LIB   path of libespeak-ng.so.1      (default: the system's)
@@ -12,36 +15,51 @@ Environment (set by remake.sh on the GPU machine, unset here):
   ESPEAK_BIN   the espeak-ng program for the fallback (default: espeak-ng on PATH)
 """
 import ctypes
+import math
 import os
 import random
 import subprocess
 
 import numpy as np
 
+import augment
+
 ESPEAK_RATE = 22050
 TARGET_RATE = 16000
 TRIM_MARGIN_S = 0.01
 
-# Base voices per language and the variants used for training; EVAL_VARIANTS are never
-# used in training, so the held-out set has new voice settings.
+# Every espeak-ng 1.51 voice of the four languages and every variant of espeak-ng-data/
+# voices/!v ("Mr serious" left out: its name has a space). EVAL_VARIANTS are never used in
+# training, so held-out clips have new voices; they are ordinary-sounding variants (the
+# robotic and whispering ones are only trained on).
 VOICES = {
-    "en": ["en-us", "en", "en-gb-x-rp", "en-029", "en-gb-scotland"],
+    "en": ["en", "en-us", "en-029", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-gbcwmd", "en-gb-x-rp",
+           "en-us-nyc"],
     "de": ["de"],
-    "fr": ["fr", "fr-be"],
+    "fr": ["fr", "fr-be", "fr-ch"],
     "es": ["es", "es-419"],
 }
-TRAIN_VARIANTS = ["", "m1", "m2", "m3", "m5", "m6", "m7", "f1", "f2", "f4", "f5", "klatt", "klatt2"]
-EVAL_VARIANTS = ["m4", "f3"]
+ALL_VARIANTS = """
+Alex Alicia Andrea Andy Annie AnxiousAndy Demonic Denis Diogo Gene Gene2 Henrique Hugo Jacky Lee Marco Mario
+Michael Mike Nguyen RicishayMax RicishayMax2 RicishayMax3 Storm Tweaky UniRobot adam anika anikaRobot announcer
+antonio aunty belinda benjamin boris caleb croak david ed edward edward2 f1 f2 f3 f4 f5 fast grandma grandpa
+gustave iven iven2 iven3 iven4 john kaukovalta klatt klatt2 klatt3 klatt4 klatt5 klatt6 linda m1 m2 m3 m4 m5 m6
+m7 m8 marcelo max michel miguel norbert pablo paul pedro quincy rob robert robosoft robosoft2 robosoft3 robosoft4
+robosoft5 robosoft6 robosoft7 robosoft8 sandro shelby steph steph2 steph3 travis victor whisper whisperf zac
+""".split()
+EVAL_VARIANTS = ["m4", "f3", "klatt4", "iven2", "steph2", "Andrea", "benjamin", "grandma", "norbert", "linda"]
+TRAIN_VARIANTS = [""] * 12 + [v for v in ALL_VARIANTS if v not in EVAL_VARIANTS]  # "" = the plain voice
 
 
 def voice_settings(rng, lang, held_out):
-    """(voice name, words per minute, pitch 0-100, pitch range 0-100)."""
+    """(voice name, words per minute, pitch 0-99, pitch range 0-99)."""
     variant = rng.choice(EVAL_VARIANTS if held_out else TRAIN_VARIANTS)
     base = rng.choice(VOICES[lang])
     name = f"{base}+{variant}" if variant else base
     if held_out:
-        return name, rng.randint(140, 180), rng.randint(35, 65), rng.randint(40, 70)
-    return name, rng.randint(125, 195), rng.randint(25, 75), rng.randint(25, 85)
+        return name, rng.randint(120, 210), rng.randint(25, 75), rng.randint(25, 75)
+    wpm = int(round(math.exp(rng.uniform(math.log(90), math.log(270)))))  # log-uniform speed
+    return name, wpm, rng.randint(5, 95), rng.randint(5, 95)
 
 
 class _Event(ctypes.Structure):
@@ -56,6 +74,7 @@ _state = {}
 AUDIO_OUTPUT_SYNCHRONOUS = 2
 ESPEAK_RATE_PARAM, ESPEAK_PITCH_PARAM, ESPEAK_RANGE_PARAM = 1, 3, 4
 POS_CHARACTER, ESPEAK_CHARS_UTF8 = 1, 1
+EVENT_LIST_TERMINATED, EVENT_WORD = 0, 1
 
 
 def _init_library():
@@ -68,21 +87,27 @@ def _init_library():
     rate = lib.espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, data.encode() if data else None, 0)
     if rate != ESPEAK_RATE:
         raise RuntimeError(f"[synth] espeak_Initialize returned {rate}; check ESPEAK_DATA")
-    chunks = []
+    chunks, words = [], []
 
-    def on_samples(wav, count, _events):
+    def on_samples(wav, count, events):
+        i = 0
+        while events[i].type != EVENT_LIST_TERMINATED:  # word events: character position, ms
+            if events[i].type == EVENT_WORD:
+                words.append((events[i].text_position, events[i].length, events[i].audio_position))
+            i += 1
         if count > 0:
             chunks.append(np.ctypeslib.as_array(wav, shape=(count,)).copy())
         return 0
 
     callback = _CALLBACK(on_samples)
     lib.espeak_SetSynthCallback(callback)
-    _state.update(lib=lib, chunks=chunks, callback=callback)
+    _state.update(lib=lib, chunks=chunks, words=words, callback=callback)
 
 
 def _synth_library(voice, wpm, pitch, prange, text):
-    lib, chunks = _state["lib"], _state["chunks"]
+    lib, chunks, words = _state["lib"], _state["chunks"], _state["words"]
     chunks.clear()
+    words.clear()
     if lib.espeak_SetVoiceByName(voice.encode()) != 0:
         raise RuntimeError(f"[synth] unknown espeak voice {voice}")
     lib.espeak_SetParameter(ESPEAK_RATE_PARAM, wpm, 0)
@@ -91,7 +116,8 @@ def _synth_library(voice, wpm, pitch, prange, text):
     data = text.encode("utf-8") + b"\0"
     lib.espeak_Synth(data, len(data), 0, POS_CHARACTER, 0, ESPEAK_CHARS_UTF8, None, None)
     lib.espeak_Synchronize()
-    return np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
+    audio = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
+    return audio, list(words)
 
 
 def _synth_program(voice, wpm, pitch, prange, text):
@@ -102,7 +128,7 @@ def _synth_program(voice, wpm, pitch, prange, text):
     # espeak-ng --stdout writes a WAV header with unknown (0x7fffffff) sizes: parse by hand.
     if raw[:4] == b"RIFF":
         raw = raw[44:]
-    return np.frombuffer(raw[: len(raw) // 2 * 2], dtype=np.int16)
+    return np.frombuffer(raw[: len(raw) // 2 * 2], dtype=np.int16), None
 
 
 def _resample(x):
@@ -114,40 +140,127 @@ def _resample(x):
         return np.interp(t, np.arange(len(x)), x)
 
 
-def trim_and_resample(samples):
+def trim(samples):
+    """(float32 audio at 22 050 Hz cut to the audible part, first kept sample) or (empty, 0)."""
     x = samples.astype(np.float32) / 32768.0
     peak = float(np.abs(x).max()) if len(x) else 0.0
     if peak < 1e-4:
-        return np.zeros(0, np.int16)
+        return np.zeros(0, np.float32), 0
     loud = np.nonzero(np.abs(x) > 0.02 * peak)[0]
     margin = int(TRIM_MARGIN_S * ESPEAK_RATE)
-    x = x[max(0, loud[0] - margin): loud[-1] + margin]
-    y = _resample(x)
-    y *= 0.5 / max(1e-6, float(np.abs(y).max()))  # stored at peak 0.5; gains vary per use
+    first = max(0, loud[0] - margin)
+    return x[first: loud[-1] + margin], first
+
+
+def to_int16(y):
+    y = y * (0.5 / max(1e-6, float(np.abs(y).max())))  # stored at peak 0.5; gains vary per use
     return np.clip(np.round(y * 32767.0), -32768, 32767).astype(np.int16)
 
 
-def synth_job(job):
-    """job: list of (index, voice, wpm, pitch, range, text) -> list of (index, int16 clip)."""
+def trim_and_resample(samples):
+    x, _ = trim(samples)
+    return to_int16(_resample(x)) if len(x) else np.zeros(0, np.int16)
+
+
+def word_times(text, events, first, audio):
+    """[start, end, exact] (seconds in the trimmed 16 kHz clip) of each whitespace-separated
+    word of `text`, from espeak word events (1-based character position, length, ms). A
+    word's end is its last audible sample before the next word starts. espeak-ng gives no
+    event to some words (it joins "the" to its neighbour, punctuation standing alone):
+    those get a start interpolated by characters between their neighbours and exact = 0,
+    and the evaluation leaves them out. None without events (the program fallback)."""
+    if not events:
+        return None
+    spans, pos = [], 0
+    for word in text.split():
+        start = text.index(word, pos)
+        spans.append((start, start + len(word)))
+        pos = start + len(word)
+    starts = [None] * len(spans)
+    for char_pos, _, ms in sorted(events, key=lambda e: e[2]):
+        c = char_pos - 1
+        for i, (a, b) in enumerate(spans):
+            if a <= c < b:
+                t = ms / 1000.0 - first / ESPEAK_RATE
+                starts[i] = t if starts[i] is None else min(starts[i], t)
+                break
+    duration = len(audio) / TARGET_RATE
+    exact = [s is not None for s in starts]
+    if not any(exact):
+        return None
+    _interpolate(starts, spans, duration)
+    loud = np.abs(audio) > 0.02 * max(1e-9, float(np.abs(audio).max()))
+    out = []
+    for i, s in enumerate(starts):
+        s = min(max(0.0, s), duration)
+        nxt = starts[i + 1] if i + 1 < len(starts) else duration
+        a, b = int(s * TARGET_RATE), int(max(s, min(nxt, duration)) * TARGET_RATE)
+        audible = np.nonzero(loud[a:b])[0]
+        end = (a + audible[-1] + 1) / TARGET_RATE if len(audible) else b / TARGET_RATE
+        out.append([round(s, 3), round(max(s, end), 3), int(exact[i])])
+    return out
+
+
+def _interpolate(starts, spans, duration):
+    """Fills missing starts: a run of words without events shares the time between the
+    last word that has one and the next, in proportion to characters."""
+    i = 0
+    while i < len(starts):
+        if starts[i] is not None:
+            i += 1
+            continue
+        j = i
+        while j < len(starts) and starts[j] is None:
+            j += 1
+        lo = i - 1 if i > 0 else None
+        t0 = starts[lo] if lo is not None else 0.0
+        t1 = starts[j] if j < len(starts) else duration
+        group = range(lo if lo is not None else i, j)
+        chars = [spans[k][1] - spans[k][0] for k in group]
+        total, acc = max(1, sum(chars)), 0
+        for k, n in zip(group, chars):
+            if starts[k] is None:
+                starts[k] = t0 + (t1 - t0) * acc / total
+            acc += n
+        i = j
+
+
+def synth_one(voice, wpm, pitch, prange, text, effects=(), seed=0):
+    """(int16 clip at 16 kHz, word timings or None, effects applied)."""
     if "lib" not in _state and "failed" not in _state:
         try:
             _init_library()
         except Exception as e:  # fall back to the program, once per worker
             _state["failed"] = repr(e)
+    if "lib" in _state:
+        raw, events = _synth_library(voice, wpm, pitch, prange, text)
+    else:
+        raw, events = _synth_program(voice, wpm, pitch, prange, text)
+    x, first = trim(raw)
+    if not len(x):
+        return np.zeros(0, np.int16), None, []
+    y = _resample(x).astype(np.float32)
+    words = word_times(text, events, first, y)
+    y, used = augment.apply(y, effects, seed) if effects else (y, [])
+    return to_int16(y), words, used
+
+
+def synth_job(job):
+    """job: list of (index, voice, wpm, pitch, range, text, effects, seed)
+    -> list of (index, int16 clip, word timings or None)."""
     out = []
-    for index, voice, wpm, pitch, prange, text in job:
-        if "lib" in _state:
-            raw = _synth_library(voice, wpm, pitch, prange, text)
-        else:
-            raw = _synth_program(voice, wpm, pitch, prange, text)
-        out.append((index, trim_and_resample(raw)))
+    for index, voice, wpm, pitch, prange, text, effects, seed in job:
+        clip, words, _ = synth_one(voice, wpm, pitch, prange, text, effects, seed)
+        out.append((index, clip, words))
     return out
 
 
-def plan_jobs(texts_by_lang, seed, held_out, job_size=64):
+def plan_jobs(texts_by_lang, seed, held_out, job_size=64, effect_shares=None, label=""):
     """Spreads (lang, text) over jobs that interleave languages, so every language
-    arrives early when results are consumed as they come."""
-    rng = random.Random(f"voices-{seed}-{held_out}")
+    arrives early when results are consumed as they come. effect_shares: None for the
+    training defaults (augment.CHAIN_SHARES), {} for clean clips. label: varies the voice
+    draws between parts of a resumed training (the data position)."""
+    rng = random.Random(f"voices-{seed}-{held_out}{label}")
     items, index = [], 0
     per_lang = {lang: list(texts) for lang, texts in texts_by_lang.items()}
     meta = []
@@ -156,8 +269,10 @@ def plan_jobs(texts_by_lang, seed, held_out, job_size=64):
         for lang, texts in per_lang.items():
             if i < len(texts):
                 voice, wpm, pitch, prange = voice_settings(rng, lang, held_out)
-                items.append((index, voice, wpm, pitch, prange, texts[i]))
-                meta.append({"lang": lang, "text": texts[i], "voice": voice, "wpm": wpm, "pitch": pitch, "range": prange})
+                effects = augment.draw_effects(rng, effect_shares)
+                items.append((index, voice, wpm, pitch, prange, texts[i], effects, rng.randrange(1 << 30)))
+                meta.append({"lang": lang, "text": texts[i], "voice": voice, "wpm": wpm, "pitch": pitch,
+                             "range": prange, "effects": effects})
                 index += 1
     jobs = [items[i:i + job_size] for i in range(0, len(items), job_size)]
     return jobs, meta
@@ -165,9 +280,10 @@ def plan_jobs(texts_by_lang, seed, held_out, job_size=64):
 
 if __name__ == "__main__":
     import time
-    jobs, meta = plan_jobs({"en": ["Good morning, my name is Amy."], "de": ["Es sind heute 21 Grad draußen."]}, 0, True)
+    jobs, meta = plan_jobs({"en": ["Good morning, my name is Amy."], "de": ["Es sind heute 21 Grad draußen."]}, 0, True,
+                           effect_shares={})
     t = time.time()
     clips = synth_job(jobs[0])
-    for (i, clip), m in zip(clips, meta):
-        print(m, f"{len(clip) / TARGET_RATE:.2f} s", "library" if "lib" in _state else _state.get("failed"))
+    for (i, clip, words), m in zip(clips, meta):
+        print(m, f"{len(clip) / TARGET_RATE:.2f} s", words, "library" if "lib" in _state else _state.get("failed"))
     print(f"{(time.time() - t) / len(clips) * 1000:.0f} ms per clip")

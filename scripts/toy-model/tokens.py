@@ -11,6 +11,8 @@ import os
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RANKS = os.path.join(REPO, "assets", "multilingual.tiktoken")
 PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# The same with `re` classes: letters = word characters that are no digit or underscore.
+PATTERN_RE = r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
 
 # Whisper's 99 language codes in token order (the 51 865-token vocabulary, no "yue").
 LANGUAGES = (
@@ -67,10 +69,14 @@ class _PurePythonBPE:
     """Byte-pair encoding with the tiktoken ranks: merge the lowest-ranked pair first."""
 
     def __init__(self, ranks):
-        import regex
+        try:
+            import regex
+            self.split, self.exact = regex.compile(PATTERN), True
+        except ImportError:
+            import re
+            self.split, self.exact = re.compile(PATTERN_RE), False
         self.ranks = ranks
         self.decoder = {v: k for k, v in ranks.items()}
-        self.split = regex.compile(PATTERN)
         self.n_vocab = N_VOCAB
 
     def _encode_piece(self, piece):
@@ -105,7 +111,7 @@ class Tokenizer:
             self.backend = "tiktoken"
         except ImportError:
             self.enc = _PurePythonBPE(ranks)
-            self.backend = "pure-python"
+            self.backend = "pure-python" if self.enc.exact else "pure-python-approximate"
         if self.backend == "tiktoken" and self.enc.n_vocab != N_VOCAB:
             raise RuntimeError(f"[tokens] n_vocab {self.enc.n_vocab} != {N_VOCAB}; check assets/multilingual.tiktoken")
 

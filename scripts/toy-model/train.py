@@ -1,9 +1,18 @@
-"""Makes hark's toy speech model in one run on the GPU machine: synthesizes a corpus with
-espeak-ng on all CPU cores while the GPU trains on the clips already made, exports the
-checkpoint (fp16, Hugging Face layout), then evaluates it on held-out sentences spoken
-with held-out voice settings. Called by remake.sh, which sets up espeak-ng.
+"""Trains hark's toy speech model on the GPU machine, one time-boxed run at a time: reads
+the next sentences of the open-vocabulary corpus (corpus/build.py) from the saved data
+position, synthesizes them with espeak-ng on all CPU cores while the GPU trains on the
+clips already made, saves the state (fp16 weights, compact Adam moments, data position)
+in parts of <= 15 MiB, and evaluates on held-out sentences spoken by held-out voices.
+Called by remake.sh, which sets up espeak-ng.
 
-  python3 scripts/toy-model/train.py --out DIR [--budget-s 520] [--dry-run]
+  python3 scripts/toy-model/train.py --out DIR [--resume STATE_DIR] [--budget-s 480]
+                                     [--eval quick|full|none] [--dry-run]
+
+--resume takes a folder holding the previous run's state.tar.part-* (remake.sh unpacks
+them); the model shape then comes from its state.json. --dry-run runs the data pipeline
+without torch: corpus slice, synthesis of a few hundred clips with effects and word
+timings, 30 s window plans and their token targets, evaluation windows (long-form,
+silence, noise) as WAV files, and a state save / resume round trip.
 
 This file imports only the standard library at the top: the synthesis workers are
 spawned processes that import it again, and must not pay for importing torch.
@@ -16,8 +25,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 T0 = time.time()
+LANGS = ("en", "de", "fr", "es")
+TEMPLATE_SHARE = 0.05  # sentences from textgen.py's templates (numbers, dates, prices)
 
 
 def log(*parts):
@@ -26,28 +38,83 @@ def log(*parts):
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="folder for the checkpoint, results and eval subset")
-    ap.add_argument("--budget-s", type=float, default=520.0, help="wall-clock budget of the whole script")
-    ap.add_argument("--eval-reserve-s", type=float, default=115.0, help="time kept for export and evaluation")
-    ap.add_argument("--train-clips", type=int, default=10000, help="training utterances per language")
-    ap.add_argument("--eval-clips", type=int, default=140, help="held-out utterances per language")
+    ap.add_argument("--out", required=True, help="folder for the state parts, results and eval subset")
+    ap.add_argument("--resume", default=None, help="folder of an unpacked state (state.json, model, moments)")
+    ap.add_argument("--corpus", default=os.path.join(REPO, ".device-carry", "corpus"),
+                    help="full corpus (corpus/build.py) or slices cut from the state (runstate.py slice)")
+    ap.add_argument("--budget-s", type=float, default=480.0, help="wall-clock budget of the whole script")
+    ap.add_argument("--eval", choices=("quick", "full", "none"), default="quick")
+    ap.add_argument("--eval-reserve-s", type=float, default=None, help="time kept for saving and evaluation")
+    ap.add_argument("--clips-per-lang", type=int, default=50000, help="corpus sentences planned per language")
+    ap.add_argument("--eval-clips", type=int, default=None, help="held-out utterances per language")
+    ap.add_argument("--cooldown", action="store_true",
+                    help="decay the LR to 2 %% over this run (the last run before shipping)")
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--d-model", type=int, default=192)
-    ap.add_argument("--heads", type=int, default=6)
-    ap.add_argument("--enc-layers", type=int, default=4)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--enc-layers", type=int, default=6)
     ap.add_argument("--dec-layers", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=1.5e-3)
-    ap.add_argument("--warmup-steps", type=int, default=150)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup-steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default=None, help="cuda if available, else cpu")
-    ap.add_argument("--dry-run", action="store_true", help="tiny sizes for a CPU check of every stage")
+    ap.add_argument("--dry-run", action="store_true", help="the data pipeline only, without torch (see above)")
     args = ap.parse_args(argv)
+    if args.eval_reserve_s is None:
+        args.eval_reserve_s = {"none": 25.0, "quick": 70.0, "full": 170.0}[args.eval]
+    if args.eval_clips is None:
+        args.eval_clips = 300 if args.eval == "full" else 80
     if args.dry_run:
-        args.train_clips, args.eval_clips, args.batch = min(args.train_clips, 60), min(args.eval_clips, 24), 4
-        args.d_model, args.heads, args.enc_layers, args.dec_layers = 64, 2, 1, 1
-        args.workers = min(args.workers, 2)
+        args.clips_per_lang, args.eval_clips, args.workers = min(args.clips_per_lang, 60), min(args.eval_clips, 24), \
+            min(args.workers, 2)
     return args
+
+
+def shape_of(args):
+    return {"d_model": args.d_model, "heads": args.heads, "enc_layers": args.enc_layers, "dec_layers": args.dec_layers}
+
+
+def load_state(args):
+    """The run state (new, or from --resume), with the model shape applied to args."""
+    import runstate
+    info = runstate.corpus_info(args.corpus, LANGS)
+    if not args.resume:
+        return runstate.new_state(shape_of(args), info, args.seed)
+    state = runstate.load_json(os.path.join(args.resume, "state.json"))
+    runstate.check_corpus(state, info)
+    for key, value in state["shape"].items():
+        setattr(args, key, value)
+    args.seed = state["seed"]
+    return state
+
+
+def plan_texts(args, state):
+    """Training texts per language from the data position (with their corpus lines), a
+    few template sentences, and the held-out texts."""
+    import runstate
+    import textgen
+    texts, lines = {}, {}
+    n_templates = int(args.clips_per_lang * TEMPLATE_SHARE)
+    for lang in LANGS:
+        part = runstate.read_slice(args.corpus, lang, state["position"][lang], args.clips_per_lang - n_templates)
+        extra = textgen.sentences(lang, args.seed + state["step"], n_templates) if n_templates else []
+        texts[lang] = [t for _, t in part] + extra
+        lines[lang] = [n for n, _ in part] + [None] * len(extra)
+    eval_texts = {}
+    for lang in LANGS:
+        with open(os.path.join(args.corpus, f"eval-{lang}.txt"), encoding="utf-8") as f:
+            eval_texts[lang] = [l.strip() for l in f if l.strip()][: args.eval_clips]
+    return texts, lines, eval_texts
+
+
+def attach_lines(meta, texts, lines):
+    """Adds each training clip's corpus line to its metadata (plan_jobs interleaves
+    languages but keeps each language's order)."""
+    cursor = {lang: 0 for lang in texts}
+    for m in meta:
+        m["line"] = lines[m["lang"]][cursor[m["lang"]]]
+        cursor[m["lang"]] += 1
 
 
 def start_pool(workers):
@@ -67,42 +134,69 @@ def start_pool(workers):
     return pool
 
 
+def save_state(args, model, opt, state, info, results):
+    """state folder -> state.tar.part-* in --out; updates state.json first."""
+    import runstate
+    import trainer
+    state_dir = os.path.join(args.out, "work", "state")
+    os.makedirs(state_dir, exist_ok=True)
+    trainer.export(model, state_dir, alignment_heads=results.get("metrics", {}).get("alignment_heads"), log=log)
+    trainer.save_moments(opt, model, os.path.join(state_dir, trainer.MOMENTS_FILE))
+    runstate.advance(state, info["used_lines"])
+    state["step"] = info["steps"]
+    state["windows_seen"] += info["windows_seen"]
+    state["runs"].append({k: info[k] for k in ("first_step", "steps", "windows_seen", "train_seconds", "clips_used",
+                                                "audio_hours", "final_loss")} | {"position": dict(state["position"])})
+    runstate.save_json(os.path.join(state_dir, "state.json"), state)
+    parts = runstate.pack_state(state_dir, args.out)
+    log(f"state saved: step {state['step']}, position {state['position']}, {len(parts)} parts")
+    return state_dir
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.dry_run:
+        import dryrun
+        return dryrun.run(args, log)
     import synth
-    import textgen
-
+    state = load_state(args)
     log(f"args {vars(args)}")
-    train_texts = {lang: textgen.sentences(lang, args.seed, args.train_clips) for lang in textgen.LANGS}
-    eval_texts = {lang: textgen.sentences(lang, args.seed + 1000, args.eval_clips, exclude=set(train_texts[lang]))
-                  for lang in textgen.LANGS}
-    eval_jobs, eval_meta = synth.plan_jobs(eval_texts, args.seed, held_out=True, job_size=16)
-    train_jobs, train_meta = synth.plan_jobs(train_texts, args.seed, held_out=False, job_size=48)
-    log(f"texts ready: {sum(map(len, train_texts.values()))} train, {sum(map(len, eval_texts.values()))} held out")
+    texts, lines, eval_texts = plan_texts(args, state)
+    eval_jobs, eval_meta = synth.plan_jobs(eval_texts, args.seed, held_out=True, job_size=16, effect_shares={})
+    train_jobs, train_meta = synth.plan_jobs(texts, args.seed, held_out=False, job_size=48,
+                                             label=f"-{state['step']}")
+    attach_lines(train_meta, texts, lines)
+    log(f"texts ready: {len(train_meta)} train from positions {state['position']}, {len(eval_meta)} held out")
     pool = start_pool(args.workers)
-    eval_clips = [c for part in pool.map(synth.synth_job, eval_jobs) for c in part]
+    eval_clips = [c for part in pool.map(synth.synth_job, eval_jobs) for c in part] if args.eval != "none" else []
     log(f"held-out clips synthesized: {len(eval_clips)}")
     train_stream = pool.imap_unordered(synth.synth_job, train_jobs)
 
     import trainer  # torch and transformers: only now, after the workers exist
     results = {"args": vars(args), "stages": {}}
     try:
-        model, info = trainer.train(args, train_stream, train_meta, log, deadline=T0 + args.budget_s - args.eval_reserve_s)
-        results["training"] = info
+        model, opt, info = trainer.train(args, train_stream, train_meta, log,
+                                         deadline=T0 + args.budget_s - args.eval_reserve_s, state=state,
+                                         resume_dir=args.resume)
+        results["training"] = {k: v for k, v in info.items() if k != "used_lines"}
     finally:
         pool.terminate()
-    export_dir = os.path.join(args.out, "hark-toy-speech")
-    trainer.export(model, export_dir, alignment_heads=None, log=log)
-    results["stages"]["export"] = "ok"
+    state_dir = save_state(args, model, opt, state, info, results)
+    results["stages"]["save"] = "ok"
+    results["state"] = {k: state[k] for k in ("step", "windows_seen", "position", "wraps")}
     _write(args.out, results)
-    import evaluate
-    try:
-        evaluate.run(args, export_dir, eval_clips, eval_meta, results, log, deadline=T0 + args.budget_s - 5)
-    except Exception as e:  # keep the checkpoint and what was measured so far
-        import traceback
-        traceback.print_exc()
-        results["stages"]["evaluate"] = f"failed: {e!r}"
+    if args.eval != "none":
+        import evaluate
+        try:
+            evaluate.run(args, state_dir, eval_clips, eval_meta, results, log, deadline=T0 + args.budget_s - 5)
+            if args.eval == "full":  # measured alignment heads go into the state too
+                import runstate
+                runstate.pack_state(state_dir, args.out)
+        except Exception as e:  # keep the state and what was measured so far
+            import traceback
+            traceback.print_exc()
+            results["stages"]["evaluate"] = f"failed: {e!r}"
     _write(args.out, results)
     log("done")
 

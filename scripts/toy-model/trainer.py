@@ -55,6 +55,7 @@ def gather_audio(store, plans, rng, device):
     gain = np.zeros((B, K), dtype=np.float32)
     noise_std = np.zeros((B, 1), dtype=np.float32)
     noise_end = np.zeros((B, 1), dtype=np.int64)
+    noise_tilt = np.zeros((B, 1), dtype=np.float32)  # 0 white, 1 pink, 2 brown
     for b, plan in enumerate(plans):
         placed = list(plan["placements"]) + ([plan["cut"]] if plan["cut"] is not None else [])
         for k, (clip, t) in enumerate(placed):
@@ -65,6 +66,7 @@ def gather_audio(store, plans, rng, device):
             gain[b, k] = rng.uniform(0.25, 1.6) / 16384.0  # clips are stored at peak 0.5
         r = rng.random()
         noise_std[b, 0] = 0.0 if r < 0.3 else math.exp(rng.uniform(math.log(1e-4), math.log(1.2e-2)))
+        noise_tilt[b, 0] = rng.choice((0.0, 0.0, 1.0, 2.0))
         noise_end[b, 0] = N_SAMPLES if rng.random() < 0.5 else int(plan["audio_end"] * RATE)
     start, length, source, gain, noise_std, noise_end = (
         torch.from_numpy(x) for x in (start, length, source, gain, noise_std, noise_end))
@@ -76,9 +78,17 @@ def gather_audio(store, plans, rng, device):
     valid = (k >= 0) & (rel < length.gather(1, kc))
     index = (source.gather(1, kc) + rel).clamp(0, store.used - 1)
     audio = torch.where(valid, store.data[index].float() * gain.gather(1, kc), 0.0)
-    noise = torch.randn(B, N_SAMPLES, device=device) * noise_std.to(device)
+    noise = coloured_noise(B, torch.from_numpy(noise_tilt).to(device), device) * noise_std.to(device)
     audio += torch.where(t < noise_end.to(device), noise, 0.0)
     return audio
+
+
+def coloured_noise(B, tilt, device):
+    """[B, 480000] unit-RMS noise with a 1/f^tilt power spectrum per row (tilt [B, 1])."""
+    spec = torch.fft.rfft(torch.randn(B, N_SAMPLES, device=device))
+    f = torch.fft.rfftfreq(N_SAMPLES, 1.0 / RATE, device=device).clamp(min=20.0)
+    y = torch.fft.irfft(spec * f[None, :] ** (-tilt / 2.0), N_SAMPLES)
+    return y / y.pow(2).mean(dim=1, keepdim=True).sqrt().clamp(min=1e-12)
 
 
 def build_targets(plans, table, rng, device, p_timestamps=0.75):
@@ -121,8 +131,9 @@ def build_model(args):
     return model
 
 
-def _drain(stream, store, meta, tok, block):
-    """Moves finished synthesis jobs into the store; returns False once all are in."""
+def _drain(stream, store, meta, tok, block, used_lines):
+    """Moves finished synthesis jobs into the store and notes the corpus lines they
+    came from (the data position); returns False once all are in."""
     while True:
         try:
             part = stream.next(timeout=30 if block else 0.0)
@@ -130,21 +141,112 @@ def _drain(stream, store, meta, tok, block):
             return True
         except StopIteration:
             return False
-        for index, clip in part:
+        for index, clip, _words in part:
             m = meta[index]
             store.add(clip, m["lang"], m["text"], tok.encode(" " + m["text"]))
+            if m.get("line") is not None:
+                used_lines.setdefault(m["lang"], []).append(m["line"])
         block = False
 
 
-def _lr_factor(step, frac, warmup):
+def lr_factor(step, warmup, resumed_at=None, cooldown_frac=None, rewarm=50):
+    """Warm-up, stable, decay: the peak LR holds across runs (training has no planned
+    end); a run with --cooldown decays it linearly to 2 % over its own time budget
+    (cooldown_frac: the share of that budget used). A resumed run re-warms over `rewarm`
+    steps because its Adam first moments start from zero."""
     warm = min(1.0, (step + 1) / warmup)
-    return warm * (0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac))))
+    if resumed_at:
+        warm = min(warm, (step - resumed_at + 1) / rewarm)
+    if cooldown_frac is None:
+        return warm
+    return warm * max(0.02, 1.0 - min(1.0, cooldown_frac))
 
 
-def train(args, stream, meta, log, deadline):
+def make_optimizer(model, args, device):
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=args.lr, betas=(0.9, 0.98), eps=1e-6,
+                             **({"fused": True} if device.type == "cuda" else {}))
+
+
+def load_model(args, device, resume_dir, log):
+    """A new model, or the one saved in resume_dir (fp16 on disk, trained on in fp32)."""
+    if not resume_dir:
+        return build_model(args).to(device)
+    from transformers import WhisperForConditionalGeneration
+    try:
+        model = WhisperForConditionalGeneration.from_pretrained(resume_dir, dtype=torch.float32)
+    except TypeError:
+        model = WhisperForConditionalGeneration.from_pretrained(resume_dir, torch_dtype=torch.float32)
+    cfg = model.config
+    shape = (cfg.d_model, cfg.encoder_attention_heads, cfg.encoder_layers, cfg.decoder_layers)
+    if shape != (args.d_model, args.heads, args.enc_layers, args.dec_layers):
+        raise ValueError(f"[train] the saved model has shape {shape}; run with the same --d-model/--heads/"
+                         "--enc-layers/--dec-layers (train.py takes them from state.json)")
+    try:
+        model.set_attn_implementation("sdpa")
+    except Exception:
+        pass
+    log(f"resumed weights from {resume_dir}")
+    return model.to(device)
+
+
+MOMENTS_FILE = "adam-moments.pt"
+
+
+def save_moments(opt, model, path):
+    """Adam's second moments in a compact form: for a matrix only its row and column means
+    (Adafactor's factorisation, a few hundred kB instead of 90 MB); first moments are not
+    kept (they follow the gradient within ~10 steps)."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    packed = {}
+    for group in opt.param_groups:
+        for p in group["params"]:
+            st = opt.state.get(p)
+            if not st or "exp_avg_sq" not in st:
+                continue
+            v = st["exp_avg_sq"].float()
+            packed[names[id(p)]] = ((v.mean(dim=1).cpu(), v.mean(dim=0).cpu()) if v.dim() == 2 else v.cpu())
+            step = float(st["step"])
+    torch.save({"moments": packed, "step": step if packed else 0.0}, path)
+
+
+def restore_moments(opt, model, path, log):
+    """Rebuilds Adam's state from save_moments(): v[i, j] ~ row[i] * col[j] / mean(row)."""
+    saved = torch.load(path, map_location="cpu")
+    params = dict(model.named_parameters())
+    state, restored = {}, 0
+    index = 0
+    for group in opt.param_groups:
+        for p in group["params"]:
+            name = next(n for n, q in params.items() if q is p)
+            m = saved["moments"].get(name)
+            if m is not None:
+                if isinstance(m, tuple):
+                    row, col = m
+                    v = torch.outer(row, col) / row.mean().clamp(min=1e-30)
+                else:
+                    v = m
+                if v.shape == p.shape:
+                    state[index] = {"step": torch.tensor(saved["step"], dtype=torch.float32),
+                                    "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                                    "exp_avg_sq": v.to(p.device, p.dtype)}
+                    restored += 1
+            index += 1
+    sd = opt.state_dict()
+    sd["state"] = state
+    opt.load_state_dict(sd)
+    log(f"restored Adam second moments of {restored} tensors (step {saved['step']:.0f})")
+
+
+def train(args, stream, meta, log, deadline, state, resume_dir=None):
+    """Trains until `deadline` (time.time()); returns (model, optimizer, info). `state`
+    (runstate) gives the global step the LR schedule continues from; info['used_lines']
+    lists the corpus lines per language the run synthesized (the new data position)."""
     import time
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    torch.manual_seed(args.seed)
+    torch.manual_seed(args.seed + state["step"])
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     tok = T.Tokenizer()
@@ -152,37 +254,40 @@ def train(args, stream, meta, log, deadline):
     gpu = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
     log(f"device {device} ({gpu}), torch {torch.__version__}, transformers {transformers.__version__}, "
         f"tokenizer {tok.backend}")
-    store = ClipStore(device, capacity_samples=len(meta) * 5 * RATE)
-    model = build_model(args).to(device)
+    if device.type == "cuda" and tok.backend != "tiktoken":
+        raise RuntimeError("[train] tiktoken is missing: the approximate tokenizer is for --dry-run only")
+    store = ClipStore(device, capacity_samples=min(len(meta), 200000) * 5 * RATE)
+    model = load_model(args, device, resume_dir, log)
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"model: {n_params / 1e6:.2f} M parameters (embedding {T.N_VOCAB * args.d_model / 1e6:.2f} M)")
-    decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.98), eps=1e-6, **({"fused": True} if device.type == "cuda" else {}))
+    log(f"model: {n_params / 1e6:.2f} M parameters (embedding {T.N_VOCAB * args.d_model / 1e6:.2f} M), "
+        f"fp16 size {2 * n_params / 1e6:.1f} MB")
+    opt = make_optimizer(model, args, device)
+    first_step = state["step"]
+    if resume_dir and os.path.exists(os.path.join(resume_dir, MOMENTS_FILE)):
+        restore_moments(opt, model, os.path.join(resume_dir, MOMENTS_FILE), log)
     melspec = LogMel(device)
-    rng = random.Random(args.seed)
+    rng = random.Random(f"{args.seed}-{first_step}")
     langs = sorted({m["lang"] for m in meta})
-    more = True
-    while more and min(len(store.table.by_lang.get(l, [])) for l in langs) < min(MIN_CLIPS_PER_LANG, args.train_clips):
-        more = _drain(stream, store, meta, tok, block=True)
+    more, used_lines = True, {}
+    while more and min(len(store.table.by_lang.get(l, [])) for l in langs) < min(MIN_CLIPS_PER_LANG, len(meta) // 4):
+        more = _drain(stream, store, meta, tok, True, used_lines)
     t_start = time.time()
-    budget = max(1.0, deadline - t_start)
-    log(f"training starts with {len(store.length)} clips; budget {budget:.0f} s")
+    log(f"training starts at step {first_step} with {len(store.length)} clips; {deadline - t_start:.0f} s left")
     model.train()
-    step, losses, nan_steps, windows = 0, [], 0, 0
-    history = []
+    step, losses, nan_steps, windows, history = first_step, [], 0, 0, []
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
     while time.time() < deadline:
         if more:
-            more = _drain(stream, store, meta, tok, block=False)
-        plans = [layout.plan_window(rng, store.table, rng.choice(langs), layout.draw_kind(rng)) for _ in range(args.batch)]
+            more = _drain(stream, store, meta, tok, False, used_lines)
+        # Fewer single-utterance windows than run 3 (22 %): open vocabulary needs text per window.
+        plans = [layout.plan_window(rng, store.table, rng.choice(langs), layout.draw_kind(rng, 0.08, 0.12))
+                 for _ in range(args.batch)]
         with torch.no_grad():
             feats = melspec(gather_audio(store, plans, rng, device))
         inputs, labels = build_targets(plans, store.table, rng, device)
-        frac = (time.time() - t_start) / budget
+        cooldown = (time.time() - t_start) / max(1.0, deadline - t_start) if args.cooldown else None
         for g in opt.param_groups:
-            g["lr"] = args.lr * _lr_factor(step, frac, args.warmup_steps)
+            g["lr"] = args.lr * lr_factor(step, args.warmup_steps, first_step or None, cooldown)
         with autocast:
             logits = model(input_features=feats, decoder_input_ids=inputs, use_cache=False).logits
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
@@ -198,20 +303,21 @@ def train(args, stream, meta, log, deadline):
         if value is not None and not math.isfinite(value):
             nan_steps += 1
         losses.append(value)
-        if step % 50 == 0 or step == 1:
+        if step % 50 == 0 or step == first_step + 1:
             recent = [x for x in losses[-50:] if x is not None]
-            mean = sum(recent) / max(1, len(recent)) if recent else loss.item()
+            mean = sum(recent) / len(recent) if recent else loss.item()
             elapsed = time.time() - t_start
             history.append({"step": step, "s": round(elapsed, 1), "loss": round(mean, 4), "clips": len(store.length)})
-            log(f"step {step:5d} loss {mean:.4f} lr {opt.param_groups[0]['lr']:.2e} clips {len(store.length)} "
+            log(f"step {step:6d} loss {mean:.4f} lr {opt.param_groups[0]['lr']:.2e} clips {len(store.length)} "
                 f"{windows / elapsed:.0f} windows/s")
     model.eval()
-    info = {"steps": step, "windows_seen": windows, "train_seconds": round(time.time() - t_start, 1),
-            "clips_used": len(store.length), "audio_hours": round(store.used / RATE / 3600, 2),
-            "nan_steps": nan_steps, "parameters": n_params, "loss_history": history,
-            "final_loss": history[-1]["loss"] if history else None}
-    log(f"training done: {info['steps']} steps, {windows} windows, {info['audio_hours']} h of clips")
-    return model, info
+    info = {"first_step": first_step, "steps": step, "windows_seen": windows,
+            "train_seconds": round(time.time() - t_start, 1), "clips_used": len(store.length),
+            "audio_hours": round(store.used / RATE / 3600, 2), "nan_steps": nan_steps, "parameters": n_params,
+            "loss_history": history, "final_loss": history[-1]["loss"] if history else None,
+            "used_lines": used_lines}
+    log(f"training done: steps {first_step}..{step}, {windows} windows, {info['audio_hours']} h of clips")
+    return model, opt, info
 
 
 def generation_config(alignment_heads, n_dec_layers, n_heads):

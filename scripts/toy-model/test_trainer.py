@@ -1,0 +1,130 @@
+"""Unit tests of the torch parts of trainer.py that need no transformers: coloured noise,
+window assembly, the learning-rate schedule, the compact Adam moments and their
+restoration. Skipped where torch is missing (Debian's python3-torch 1.13 suffices):
+
+  /usr/bin/python3 -m unittest discover -s scripts/toy-model -p 'test_*.py'
+"""
+import importlib.util
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+@unittest.skipIf(importlib.util.find_spec("torch") is None, "torch missing (apt-get install python3-torch)")
+class Trainer(unittest.TestCase):
+    def setUp(self):
+        import torch
+        import trainer
+        self.torch, self.T = torch, trainer
+
+    def test_coloured_noise_is_unit_rms_and_tilted(self):
+        torch = self.torch
+        torch.manual_seed(0)
+        noise = self.T.coloured_noise(3, torch.tensor([[0.0], [1.0], [2.0]]), torch.device("cpu"))
+        self.assertEqual(tuple(noise.shape), (3, 480000))
+        for row in noise:
+            self.assertAlmostEqual(float(row.pow(2).mean().sqrt()), 1.0, places=3)
+        spec = torch.fft.rfft(noise).abs().pow(2)
+        low, high = spec[:, 30:1500].sum(1), spec[:, 120000:240000].sum(1)  # 20-500 Hz, 4-8 kHz
+        ratio = (low / high).tolist()
+        self.assertLess(ratio[0], 0.1)
+        self.assertGreater(ratio[2], 100 * ratio[1])
+
+    def test_gather_audio_places_clips(self):
+        torch, T = self.torch, self.T
+        store = T.ClipStore(torch.device("cpu"), capacity_samples=10)  # grows as needed
+        import numpy as np
+        clip = (np.ones(16000) * 16000).astype(np.int16)
+        self.assertTrue(store.add(clip, "en", "One.", [1]))
+        self.assertFalse(store.add(clip[:100], "en", "Too short.", [1]))
+        plans = [{"lang": "en", "kind": "single", "placements": [(0, 2.0)], "cut": None, "audio_end": 4.0}]
+        audio = T.gather_audio(store, plans, random.Random(1), torch.device("cpu"))
+        inside, before = audio[0, 32000 + 100:48000 - 100], audio[0, :31000]
+        self.assertGreater(float(inside.abs().mean()), 0.2)
+        self.assertLess(float(before.abs().max()), 0.1)  # noise only
+
+    def test_lr_schedule(self):
+        f = self.T.lr_factor
+        self.assertAlmostEqual(f(0, 100), 0.01)
+        self.assertEqual(f(500, 100), 1.0)
+        self.assertAlmostEqual(f(500, 100, resumed_at=500), 1 / 50)
+        self.assertEqual(f(560, 100, resumed_at=500), 1.0)
+        self.assertAlmostEqual(f(600, 100, cooldown_frac=0.5), 0.5)
+        self.assertAlmostEqual(f(600, 100, cooldown_frac=1.3), 0.02)
+
+    def test_moments_round_trip(self):
+        torch, T = self.torch, self.T
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.LayerNorm(5))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.98))
+        for _ in range(3):
+            loss = model(torch.randn(8, 6)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        weight = model[0].weight
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, T.MOMENTS_FILE)
+            T.save_moments(opt, model, path)
+            fresh = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.98))
+            T.restore_moments(fresh, model, path, log=lambda *a: None)
+        old, new = opt.state[weight], fresh.state[weight]
+        self.assertEqual(float(new["step"]), 3.0)
+        self.assertTrue(torch.equal(new["exp_avg"], torch.zeros_like(weight)))
+        v = old["exp_avg_sq"]
+        self.assertTrue(torch.allclose(new["exp_avg_sq"].mean(1), v.mean(1), rtol=1e-5))  # row means kept
+        self.assertTrue(torch.allclose(new["exp_avg_sq"].mean(0), v.mean(0), rtol=1e-5))  # column means kept
+        bias = model[1].bias
+        self.assertTrue(torch.equal(fresh.state[bias]["exp_avg_sq"], opt.state[bias]["exp_avg_sq"]))
+        loss = model(torch.randn(8, 6)).pow(2).mean()  # the optimizer keeps working
+        fresh.zero_grad()
+        loss.backward()
+        fresh.step()
+        self.assertEqual(float(fresh.state[weight]["step"]), 4.0)
+
+    def test_targets_are_shifted_and_masked(self):
+        import layout
+        import tokens as Tk
+        T = self.T
+        table = layout.ClipTable()
+        table.add("en", 2.0, "Hi.", [17250, 13])
+        plans = [{"lang": "en", "kind": "single", "placements": [(0, 0.5)], "cut": None, "audio_end": 3.0},
+                 {"lang": "en", "kind": "silence", "placements": [], "cut": None, "audio_end": 3.0}]
+        inputs, labels = T.build_targets(plans, table, random.Random(0), self.torch.device("cpu"), p_timestamps=0.0)
+        self.assertEqual(inputs[0, :5].tolist(), [Tk.SOT, Tk.lang_token("en"), Tk.TRANSCRIBE, Tk.NOTIMESTAMPS, 17250])
+        self.assertEqual(labels[0, :6].tolist(), [Tk.lang_token("en"), Tk.TRANSCRIBE, Tk.NOTIMESTAMPS, 17250, 13, Tk.EOT])
+        self.assertEqual(labels[1, 0].item(), -100)  # silence with a forced prompt: SOT step not taught
+
+
+@unittest.skipIf(importlib.util.find_spec("torch") is None, "torch missing (apt-get install python3-torch)")
+class WordTiming(unittest.TestCase):
+    def test_dtw_over_attention_gives_word_times(self):
+        import types
+        import torch
+        import evaluate_full
+        import tokens as Tk
+        tok = Tk.Tokenizer()
+        text_ids = tok.encode(" Hello big world")  # one token per word
+        prompt = 4
+        n_in = prompt + len(text_ids) + 1
+
+        class Stub:
+            def __call__(self, input_features, decoder_input_ids, output_attentions):
+                att = torch.full((1, 2, n_in, 1500), 1e-4)
+                for k in range(len(text_ids)):  # text token k looks at frames 25k+10 .. 25k+30
+                    att[0, :, prompt + k, 25 * k + 10: 25 * k + 30] = 1.0
+                return types.SimpleNamespace(cross_attentions=(att, att))
+
+        words = evaluate_full.word_times(Stub(), torch.zeros(80, 3000), 16000 * 2, text_ids, "en", [[0, 0], [1, 1]], tok)
+        self.assertEqual([w for w, _, _ in words], ["Hello", "big", "world"])
+        starts = [s for _, s, _ in words]
+        for k, s in enumerate(starts):
+            self.assertAlmostEqual(s, (25 * k + 10) * 0.02, delta=0.1)
+
+
+if __name__ == "__main__":
+    unittest.main()
