@@ -83,7 +83,8 @@ TranscribeOptions decoding(int beam_size, const std::string& language) {
 
 // The full comparison (beam 5 on every clip, every ggml type) takes minutes on CI's two
 // cores; by default: int8, greedy on every clip, beam 5 on the multi-utterance clips; in the
-// sanitizer build (seconds per transcription) the multi-utterance clips only.
+// sanitizer build (seconds per transcription) greedy on the multi-utterance clips only (the
+// kernels for several rows run there in the QuantGemm unit tests).
 bool slow_tests() { return std::getenv("HARK_SLOW_TESTS") != nullptr; }
 
 // gcc defines __SANITIZE_ADDRESS__; clang reports it through __has_feature.
@@ -107,9 +108,10 @@ struct ClipRun {
 std::vector<ClipRun> runs() {
   std::vector<ClipRun> out;
   for (int beam : {0, 5})
-    for (size_t i = 0; i < toy_clips().size(); ++i)
-      if (toy_clips()[i].file.find("multi") != std::string::npos || slow_tests() || (beam == 0 && !kSanitized))
-        out.push_back({beam, i});
+    for (size_t i = 0; i < toy_clips().size(); ++i) {
+      const bool multi = toy_clips()[i].file.find("multi") != std::string::npos;
+      if (slow_tests() || (kSanitized ? beam == 0 && multi : beam == 0 || multi)) out.push_back({beam, i});
+    }
   return out;
 }
 
@@ -146,7 +148,7 @@ TEST_P(ToyQuantized, AtMostTwoDifferingTokensPerClip) {
   RecordProperty("worst_clip_differing_tokens", std::to_string(worst));
   RecordProperty("differing_tokens", std::to_string(total) + " of " + std::to_string(tokens));
   std::printf("%s: %zu of %zu tokens differ, worst clip %zu\n", GetParam(), total, tokens, worst);
-  EXPECT_GT(tokens, kSanitized ? 100u : 250u);
+  EXPECT_GT(tokens, kSanitized ? 80u : 250u);
 }
 
 // int8 is the fast CPU mode; the ggml types that keep the rule on this model run with
