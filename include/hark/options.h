@@ -52,7 +52,10 @@ struct EngineOptions {
   std::string model;         // checkpoint path (directory or ggml file)
   std::string device = "cpu";  // cpu | cuda | cuda:N | auto
   int threads = 0;           // 0 = all hardware threads
-  std::string compute_type = "auto";  // auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16
+  // auto | f32 | f16 | bf16 | int8 | int8_float16 | int8_float32 | q8_0 | q5_0 | q5_1 | q4_0 | q4_1 |
+  // q2_k … q6_k: the activations (auto: f16 on a GPU, f32 on the CPU) and, on the CPU, the
+  // weights and caches (int8 and the ggml types: quantized; docs/models-formats.md)
+  std::string compute_type = "auto";
   // > 1: runs proceed at once from many threads, their windows encoded together and their
   // decoder steps batched, up to this many sequences per step (src/batch/); 1: one run at
   // a time; 0: batching with the device's default (16 on the CPU, 64 on a GPU).

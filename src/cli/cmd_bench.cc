@@ -18,8 +18,12 @@
 #include "audio/mel.h"
 #include "cli/bench_server.h"
 #include "cli/commands.h"
+#include "cli/compute_type.h"
 #include "cli/model_arg.h"
 #include "core/cpu/gemm.h"
+#include "core/cpu/mem_bandwidth.h"
+#include "core/cpu/quant_gemm.h"
+#include "model/compute_type.h"
 #include "model/whisper_model.h"
 #include "decode/logit_filters.h"
 #include "tokenizer/tokenizer.h"
@@ -120,21 +124,63 @@ double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> a
   });
 }
 
+// Bytes a batch-1 decoder step reads: every decoder weight it multiplies (the
+// cross-attention K/V projections run once per window, not per step), the token embedding
+// as the output projection, and every layer's cross-attention K/V.
+struct StepBytes {
+  double weights = 0, cross_kv = 0;
+};
+
+StepBytes decoder_step_bytes(const Checkpoint& ckpt, DType cross_kv) {
+  StepBytes b;
+  for (const auto& name : ckpt.weights.names()) {
+    const bool per_window = name.find(".cross_attn.key.") != std::string::npos ||
+                            name.find(".cross_attn.value.") != std::string::npos;
+    if (name.rfind("decoder.", 0) == 0 && name != "decoder.positional_embedding" && !per_window)
+      b.weights += static_cast<double>(ckpt.weights.get(name).nbytes());
+  }
+  const HParams& hp = ckpt.hparams;
+  b.cross_kv = 2.0 * hp.n_text_layer * hp.n_audio_ctx * static_cast<double>(dtype_nbytes(cross_kv, hp.n_text_state));
+  return b;
+}
+
+// The memory floor of a batch-1 step: its bytes over the read bandwidth of a buffer of the
+// same size (cache-resident if it fits, DRAM if not), measured now, after the steps ran.
+void print_memory_floor(const Checkpoint& ckpt, const Backend& backend, double step_ms, nlohmann::json& out) {
+  const StepBytes step = decoder_step_bytes(ckpt, backend.cross_kv_dtype());
+  const double total = step.weights + step.cross_kv;
+  ThreadPool pool(backend.threads());
+  const double gbs = read_bandwidth_gbs(pool, static_cast<size_t>(total));
+  const double floor_ms = total / gbs / 1e6;
+  out["step_bytes"] = {{"weights", step.weights}, {"cross_kv", step.cross_kv}};
+  out["read_gb_per_s"] = gbs;
+  out["memory_floor_ms"] = floor_ms;
+  std::printf("step reads   %8.1f MB (weights %.1f + cross K/V %.1f), read bandwidth %.1f GB/s -> floor %.3f ms "
+              "(step = %.2f x floor)\n",
+              total / 1e6, step.weights / 1e6, step.cross_kv / 1e6, gbs, floor_ms, step_ms / floor_ms);
+}
+
 void run_bench(const BenchArgs& args) {
   const auto start = Clock::now();
   auto ckpt = open_model_arg(args.model, args.dtype);
-  std::shared_ptr<Backend> backend =
-      make_backend(args.device, {.threads = args.threads, .compute_type = args.compute_type});
+  // The weights as the compute type holds them (int8 and the ggml types quantize at load).
+  const Device target = device_of(args.device);
+  const ComputeType compute = resolve_compute_type(compute_type_named(args.compute_type), *ckpt, target);
+  ckpt = apply_compute_type(ckpt, compute, target);
+  std::shared_ptr<Backend> backend = make_backend(
+      args.device, {.threads = args.threads, .compute_type = args.compute_type, .cross_kv = compute.cross_kv});
   auto model = std::make_shared<WhisperModel>(ckpt, backend);
   const double load_ms = ms_since(start);
   const HParams& hp = model->hparams();
   nlohmann::json out = {{"model", args.model}, {"size", hp.size_name()}, {"weights", dtype_name(ckpt->dtype)},
                         {"backend", backend->name()}, {"compute_type", dtype_name(backend->act_dtype())},
+                        {"compute_type_name", compute.name}, {"cross_kv", dtype_name(backend->cross_kv_dtype())},
                         {"threads", backend->threads()}};
-  const std::string gemm = backend->device() == Device::Cpu ? std::string(", GEMM ") + gemm_library() : "";
-  std::printf("model %s (%s, %s weights), backend %s, compute type %s%s, %d threads\n", args.model.c_str(),
-              hp.size_name().c_str(), dtype_name(ckpt->dtype), backend->name().c_str(),
-              dtype_name(backend->act_dtype()), gemm.c_str(), backend->threads());
+  const bool cpu = backend->device() == Device::Cpu;
+  const std::string gemm = cpu ? std::string(", GEMM ") + gemm_library() + ", quantized " + quant_isa() : "";
+  std::printf("model %s (%s, %s weights), backend %s, compute type %s, activations %s%s, %d threads\n",
+              args.model.c_str(), hp.size_name().c_str(), dtype_name(ckpt->dtype), backend->name().c_str(),
+              describe(compute, *ckpt).c_str(), dtype_name(backend->act_dtype()), gemm.c_str(), backend->threads());
   // 30 s of audio: the clip (repeated or cut to 30 s) or a deterministic chirp.
   std::vector<float> samples;
   if (!args.clip.empty()) samples = decode_audio_file(args.clip);
@@ -171,6 +217,7 @@ void run_bench(const BenchArgs& args) {
     const double step = decoder_step_ms(*model, audio, rows, args);
     out["decoder_ms_per_step"][std::to_string(rows)] = step;
     std::printf("decoder      %8.3f ms / step at batch %d (median; logits to the host)\n", step, rows);
+    if (cpu && rows == 1) print_memory_floor(*ckpt, *backend, step, out);
     if (model->selects_on_device()) {
       const double select = select_step_ms(*model, audio, rows, args);
       out["decoder_select_ms_per_step"][std::to_string(rows)] = select;
@@ -263,8 +310,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--clip", args->clip, "Audio file for the mel timing (first 30 s, looped if shorter) and --e2e");
   cmd->add_option("--device", args->device, "cpu | cuda | cuda:N | auto")->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "Weight storage for synthetic models: f32 | f16 | bf16")->capture_default_str();
-  cmd->add_option("--compute-type", args->compute_type, "auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16")
-      ->capture_default_str();
+  add_compute_type_option(cmd, args->compute_type);
   cmd->add_option("--batches", args->batches, "Encoder batch sizes to time, e.g. 1,8,32")->capture_default_str();
   cmd->add_option("--threads,-t", args->threads, "Worker threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--runs", args->runs, "Timed repetitions (median reported)")->capture_default_str()->check(

@@ -12,6 +12,7 @@
 
 #include "audio/audio.h"
 #include "cli/commands.h"
+#include "cli/compute_type.h"
 #include "hark/engine.h"
 #include "hark/error.h"
 #include "hub/discovery.h"
@@ -137,6 +138,7 @@ void handle_signals(serve::Server& server, double drain_timeout, serve::DrainRep
 
 void run_server(ServeFlags flags) {
   flags.device = single_device(flags.device);
+  check_compute_type_for_device(flags.compute_type, flags.device);
   if (flags.model.empty()) flags.model = default_model();
   auto& o = flags.server;
   o.model_name = flags.model.empty() ? "whisper" : flags.model;
@@ -184,9 +186,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--device", flags->device, "cpu | cuda | cuda:N | auto (GPU lists cuda:0,cuda:1 / cuda:all: planned)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "compute threads for the engine (0 = all cores)")->capture_default_str();
-  cmd->add_option("--compute-type", flags->compute_type,
-                  "activations: auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16")
-      ->capture_default_str();
+  add_compute_type_option(cmd, flags->compute_type);
   cmd->add_option("--max-batch", flags->max_batch,
                   "decoder sequences stepped together across requests (0 = auto: 16 on the CPU, 64 on a GPU; "
                   "1 = one request at a time)")

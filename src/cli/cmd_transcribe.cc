@@ -16,6 +16,7 @@
 #include "audio/audio.h"
 #include "cli/batch.h"
 #include "cli/commands.h"
+#include "cli/compute_type.h"
 #include "cli/manifest.h"
 #include "hark/engine.h"
 #include "hark/error.h"
@@ -182,6 +183,7 @@ void run(TranscribeArgs& a) {
   if (a.files.empty()) throw Error(ErrorCode::InvalidArgument, "[cli] no audio files given (or --manifest LIST)");
   if (a.format == "all" && a.output_dir.empty())
     throw Error(ErrorCode::InvalidArgument, "[cli] --format all needs --output-dir");
+  check_compute_type_for_device(a.engine.compute_type, a.engine.device);
   a.engine.model = resolve_model(a.engine.model);
   auto engine = Engine::open(a.engine);
   const bool tty = !a.no_progress && isatty(fileno(stderr));
@@ -206,9 +208,7 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--model,-m", a->engine.model, "Checkpoint folder/file, repo id or short name")->required();
   cmd->add_option("--device", a->engine.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
   cmd->add_option("--threads", a->engine.threads, "CPU threads (0 = all)")->capture_default_str();
-  cmd->add_option("--compute-type", a->engine.compute_type,
-                  "activations: auto (f16 on a GPU, f32 on the CPU) | f32 | f16 | bf16; f32 is the reference path")
-      ->capture_default_str();
+  add_compute_type_option(cmd, a->engine.compute_type);
   cmd->add_option("--language", o.language, "Spoken language code or name (default: detect from the first 30 s)");
   cmd->add_option("--task", a->task, "transcribe, or translate to English")->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "Sampling temperature, or a comma list forming the fallback ladder")

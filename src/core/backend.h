@@ -162,11 +162,18 @@ class Backend {
 
   // Waits until all queued work on the device is done (no-op on the CPU).
   virtual void synchronize() {}
+
+  // The dtype the cross-attention K/V are kept in (WhisperModel::prepare_audio_batch casts
+  // the packed K/V to it; cross_attention reads it): the activation dtype unless the
+  // backend stores them more compactly (the CPU's quantized compute types).
+  virtual DType cross_kv_dtype() const { return act_dtype(); }
 };
 
 struct BackendOptions {
   int threads = 0;                   // CPU: 0 = all hardware threads
-  std::string compute_type = "auto";  // activations: auto (f16 on a GPU, f32 on the CPU), f32, f16, bf16
+  std::string compute_type = "auto";  // activations: auto (f16 on a GPU, f32 on the CPU), f32, f16, bf16; the
+                                      // CPU also takes int8 and the ggml types (fp32 activations)
+  DType cross_kv = DType::F32;        // CPU: storage of the cross-attention K/V (f32, f16 or q8_0)
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
@@ -177,7 +184,8 @@ std::unique_ptr<Backend> make_cuda_backend(int device_index, const BackendOption
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options);
 
 // "f32" | "f16" | "bf16" | "auto" → the activation dtype on `device` (auto: f16 on a GPU,
-// f32 on the CPU). Throws InvalidArgument naming the choices.
+// f32 on the CPU); int8 and the ggml types (model/compute_type.h) → f32 on the CPU.
+// Throws InvalidArgument naming the choices, or when the device cannot run the type.
 DType parse_compute_type(const std::string& name, Device device);
 
 }  // namespace hark

@@ -40,6 +40,13 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   return file;
 }
 
+void MappedFile::release(const unsigned char* begin, size_t bytes) const {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_) munmap(const_cast<unsigned char*>(data_), size_);
 }

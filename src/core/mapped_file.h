@@ -16,6 +16,10 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   const unsigned char* data() const { return data_; }
+  // Drops the whole pages inside [begin, begin + bytes) from this process's resident set
+  // (bytes the loader copied elsewhere and never reads again; they fault back in from
+  // the file if read).
+  void release(const unsigned char* begin, size_t bytes) const;
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 

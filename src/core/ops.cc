@@ -156,7 +156,7 @@ Tensor attention(Backend& be, const Tensor& q, const Tensor& k, const Tensor& v,
                  int64_t causal_offset, Tensor* weights) {
   require_act("attention", be, q, "q");
   if (q.rank() != 2 || k.rank() != 2 || v.rank() != 2 || q.dim(1) != k.dim(1) || k.shape() != v.shape() ||
-      q.dim(1) % n_heads != 0 || k.dtype() != q.dtype() || v.dtype() != q.dtype())
+      q.dim(1) % n_heads != 0 || k.dtype() != v.dtype() || (k.dtype() != q.dtype() && k.dtype() != be.cross_kv_dtype()))
     shape_error("attention", "q " + q.describe() + " k " + k.describe() + " v " + v.describe());
   if (weights && (weights->numel() != n_heads * q.dim(0) * k.dim(0) || weights->dtype() != DType::F32))
     shape_error("attention", "weights buffer " + weights->describe() + " has the wrong size");
@@ -195,7 +195,7 @@ Tensor cross_attention(Backend& be, const Tensor& q, const PackedKV& kv, const T
                        std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor* weights) {
   require_act("attention", be, q, "q");
   if (!kv.kv) shape_error("attention", "no cross K/V");
-  require_act("attention", be, *kv.kv, "cross K/V");
+  if (kv.kv->dtype() != be.cross_kv_dtype()) require_act("attention", be, *kv.kv, "cross K/V");
   const int64_t d = q.dim(1);
   if (q.rank() != 2 || n_new <= 0 || q.dim(0) % n_new != 0 || d % n_heads != 0 || kv.rows_per_seq <= 0 ||
       kv.kv->dim(0) % kv.rows_per_seq != 0 || kv.k_col + d > kv.kv->dim(1) || kv.v_col + d > kv.kv->dim(1))
@@ -238,6 +238,13 @@ Tensor transpose(Backend& be, const Tensor& x) {
   if (x.rank() != 2) shape_error("transpose", "expected a 2-D tensor, got " + x.describe());
   Tensor y = be.alloc({x.dim(1), x.dim(0)}, be.act_dtype());
   be.transpose(x, y);
+  return y;
+}
+
+Tensor cast(Backend& be, const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor y = be.alloc(x.shape(), dtype);
+  be.copy(x, y);
   return y;
 }
 

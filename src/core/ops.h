@@ -44,5 +44,7 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& positions, cons
 void select_tokens(Backend& be, const Tensor& logits, const Tensor& spec, int k, Tensor& out);
 // y = xᵀ for a 2-D activation.
 Tensor transpose(Backend& be, const Tensor& x);
+// x stored as `dtype` on the backend (x itself when it already is).
+Tensor cast(Backend& be, const Tensor& x, DType dtype);
 
 }  // namespace hark::ops

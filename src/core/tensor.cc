@@ -4,6 +4,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/quant_format.h"
+
 namespace hark {
 
 size_t dtype_size(DType dtype) {
@@ -12,8 +14,10 @@ size_t dtype_size(DType dtype) {
     case DType::I32: return 4;
     case DType::F16: return 2;
     case DType::BF16: return 2;
+    default:
+      throw Error(ErrorCode::Internal, std::string("[tensor] ") + dtype_name(dtype) +
+                                           " is block-quantized: it has no size per element");
   }
-  return 0;
 }
 
 const char* dtype_name(DType dtype) {
@@ -22,8 +26,22 @@ const char* dtype_name(DType dtype) {
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
     case DType::I32: return "i32";
+    default: return quant::block_info(dtype).name;
   }
-  return "?";
+}
+
+bool dtype_is_quantized(DType dtype) { return dtype >= DType::Q4_0; }
+
+int64_t dtype_block_elems(DType dtype) { return dtype_is_quantized(dtype) ? quant::block_info(dtype).elems : 1; }
+
+size_t dtype_block_bytes(DType dtype) {
+  return dtype_is_quantized(dtype) ? quant::block_info(dtype).bytes : dtype_size(dtype);
+}
+
+size_t dtype_nbytes(DType dtype, int64_t n) {
+  if (!dtype_is_quantized(dtype)) return static_cast<size_t>(n) * dtype_size(dtype);
+  const quant::BlockInfo& info = quant::block_info(dtype);
+  return static_cast<size_t>(n / info.elems) * info.bytes;
 }
 
 std::string shape_str(const Shape& shape) {
@@ -50,10 +68,23 @@ std::shared_ptr<void> aligned_storage(size_t bytes) {
 }
 }  // namespace
 
+namespace {
+// A quantized tensor packs its last dimension in whole blocks.
+void check_blocks(const Shape& shape, DType dtype) {
+  if (!dtype_is_quantized(dtype)) return;
+  const int64_t block = dtype_block_elems(dtype);
+  if (shape.empty() || shape.back() % block != 0)
+    throw Error(ErrorCode::InvalidArgument, std::string("[tensor] a ") + dtype_name(dtype) + " tensor needs a last "
+                                                "dimension that is a multiple of " + std::to_string(block) +
+                                                ", got " + shape_str(shape));
+}
+}  // namespace
+
 Tensor Tensor::empty(Shape shape, DType dtype) {
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorCode::InvalidArgument, "[tensor] negative dimension in " + shape_str(shape));
   }
+  check_blocks(shape, dtype);
   Tensor t;
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
@@ -69,6 +100,7 @@ Tensor Tensor::zeros(Shape shape, DType dtype) {
 }
 
 Tensor Tensor::view(void* data, Shape shape, DType dtype, std::shared_ptr<void> keepalive, Device device) {
+  check_blocks(shape, dtype);
   Tensor t;
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
@@ -92,6 +124,7 @@ Tensor Tensor::reshape(Shape shape) const {
   if (shape_numel(shape) != numel()) {
     throw Error(ErrorCode::InvalidArgument, "[tensor] cannot reshape " + shape_str(shape_) + " to " + shape_str(shape));
   }
+  check_blocks(shape, dtype_);
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;
@@ -104,7 +137,7 @@ Tensor Tensor::rows(int64_t begin, int64_t end) const {
   }
   Tensor t = *this;
   int64_t row_elems = shape_[0] ? numel() / shape_[0] : 0;
-  t.data_ = static_cast<char*>(data_) + begin * row_elems * dtype_size(dtype_);
+  t.data_ = static_cast<char*>(data_) + begin * dtype_nbytes(dtype_, row_elems);
   t.shape_[0] = end - begin;
   return t;
 }
@@ -209,6 +242,9 @@ void convert_to_f32(const void* src, DType dtype, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
       return;
     }
+    default:
+      quant::dequantize_row(dtype, src, dst, n);
+      return;
   }
 }
 

@@ -13,11 +13,21 @@
 
 namespace hark {
 
-enum class DType : uint8_t { F32, F16, BF16, I32 };
+// Q* are ggml's block-quantized weight formats (core/quant_format.h): a tensor of such a
+// dtype stores its last dimension as packed blocks of dtype_block_elems() values.
+enum class DType : uint8_t { F32, F16, BF16, I32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K };
 enum class Device : uint8_t { Cpu, Cuda };
 
+// Bytes per element of a plain dtype; throws Internal for a block-quantized one (use
+// dtype_nbytes, whose answer depends on the element count).
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
+bool dtype_is_quantized(DType dtype);
+// Elements per block (1 for plain dtypes) and bytes per block.
+int64_t dtype_block_elems(DType dtype);
+size_t dtype_block_bytes(DType dtype);
+// Bytes of n consecutive elements along the last dimension (n a multiple of the block).
+size_t dtype_nbytes(DType dtype, int64_t n);
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& shape);
@@ -43,7 +53,7 @@ class Tensor {
   int64_t numel() const { return shape_numel(shape_); }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return dtype_nbytes(dtype_, numel()); }
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
@@ -56,7 +66,8 @@ class Tensor {
   Tensor rows(int64_t begin, int64_t end) const;
   // A deep copy (always CPU, same dtype).
   Tensor clone() const;
-  // Values converted to fp32 (a copy unless already fp32 and `allow_alias`).
+  // Values converted to fp32 (a copy unless already fp32 and `allow_alias`); quantized
+  // tensors are dequantized exactly as their format defines.
   Tensor to_f32(bool allow_alias = true) const;
   std::vector<float> to_vector() const;
 
@@ -80,7 +91,7 @@ inline float bf16_to_float(uint16_t b) {
   return f;
 }
 uint16_t float_to_bf16(float f);
-// Converts n elements of `src` (any float dtype) to fp32.
+// Converts n elements of `src` (any float dtype, or whole blocks of a quantized one) to fp32.
 void convert_to_f32(const void* src, DType dtype, float* dst, int64_t n);
 
 }  // namespace hark

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/quant_format.h"
 #include "hark/error.h"
 
 namespace hark::hub {
@@ -195,13 +196,21 @@ ModelInfo inspect_ggml(const fs::path& file) {
   } catch (const Error& e) {
     throw Rejected{std::string("ggml header: ") + e.what()};
   }
-  int ftype = field(10) % 1000;  // newer files add 1000 × the quantization version
-  if (ftype != 0 && ftype != 1) throw Rejected{"quantized ggml (ftype " + std::to_string(ftype) + ") is not supported"};
-  info.dtype = ftype == 0 ? "f32" : "f16";
+  // Newer files add 1000 × the quantization version; quantized blocks are those of version 2.
+  const int ftype = field(10) % 1000, version = field(10) / 1000;
+  const quant::BlockInfo* block = nullptr;
+  for (const quant::BlockInfo& f : quant::formats())
+    if (f.ggml_ftype == ftype) block = &f;
+  if (field(10) < 0 || (ftype > 1 && !block))
+    throw Rejected{"ggml ftype " + std::to_string(field(10)) + " is not supported (f32, f16, q4_0 ... q8_0, q2_k ... q6_k)"};
+  if (block && version != 2)
+    throw Rejected{"ggml quantized with the old quantization version " + std::to_string(version) + " (re-quantize it)"};
+  info.dtype = block ? block->name : ftype == 0 ? "f32" : "f16";
   info.bytes = fs::file_size(file);
   // The token embedding alone is n_vocab × n_text_state elements; a file smaller than that
   // was cut short.
-  std::uint64_t embedding = std::uint64_t(hp.n_vocab) * hp.n_text_state * (ftype == 0 ? 4 : 2);
+  const double per_value = block ? static_cast<double>(block->bytes) / static_cast<double>(block->elems) : ftype == 0 ? 4 : 2;
+  const auto embedding = static_cast<std::uint64_t>(double(hp.n_vocab) * hp.n_text_state * per_value);
   if (info.bytes < embedding) throw Rejected{"ggml file is truncated (incomplete download?)"};
   return info;
 }

@@ -32,7 +32,7 @@ std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, co
     set->self_v.push_back(be.alloc({rows, d}, be.act_dtype()));
   }
   if (!alias_cross_kv)
-    set->cross_kv = be.alloc({shape.windows * shape.frames, 2LL * hp.n_text_layer * d}, be.act_dtype());
+    set->cross_kv = be.alloc({shape.windows * shape.frames, 2LL * hp.n_text_layer * d}, be.cross_kv_dtype());
   const int64_t n_inputs = 2LL * shape.batch + static_cast<int64_t>(shape.batch) * hp.n_text_ctx;
   set->host_inputs = be.alloc_host({n_inputs}, DType::I32);
   set->inputs = be.alloc({n_inputs}, DType::I32);

@@ -104,7 +104,8 @@ Tensor WhisperModel::cross_kv(const Tensor& features) {
     ws.push_back(l.cross_attn.value.weight);
     bs.push_back(l.cross_attn.value.bias);
   }
-  return ops::linear_packed(*backend_, features, ws, bs);
+  // Kept in the backend's cross K/V dtype (f16 or q8_0 for the CPU's quantized modes).
+  return ops::cast(*backend_, ops::linear_packed(*backend_, features, ws, bs), backend_->cross_kv_dtype());
 }
 
 std::shared_ptr<const AudioContext> WhisperModel::prepare_audio(const Tensor& mel, int audio_ctx) {

@@ -12,6 +12,7 @@
 #include "batch/batch_scheduler.h"
 #include "core/backend.h"
 #include "model/checkpoint.h"
+#include "model/compute_type.h"
 #include "model/whisper_model.h"
 #include "tokenizer/tokenizer.h"
 #include "transcribe/engine_factory.h"
@@ -103,16 +104,20 @@ class WhisperEngine : public Engine {
 
  private:
   // The model a request runs on: the engine's own, or for `faithful` requests on a fast
-  // (16-bit) backend, a second copy on the same device in fp32 — the reference path.
+  // (16-bit or quantized) engine, a second copy on the same device in fp32 — the reference
+  // path (quantized weights widened to the values they hold).
   WhisperModel& model_for(const TranscribeOptions& options) {
-    if (!options.faithful || model_.backend().act_dtype() == DType::F32) return model_;
+    const bool fast = model_.backend().act_dtype() != DType::F32 || model_.backend().cross_kv_dtype() != DType::F32 ||
+                      dtype_is_quantized(checkpoint_->dtype);
+    if (!options.faithful || !fast) return model_;
     std::lock_guard lock(lazy_mutex_);
     if (!faithful_) {
       BackendOptions bo;
       bo.compute_type = "f32";
       bo.threads = model_.backend().threads();
       std::shared_ptr<Backend> backend = make_backend(device_.empty() ? "cpu" : device_, bo);
-      faithful_ = std::make_unique<WhisperModel>(checkpoint_, std::move(backend));
+      auto widened = apply_compute_type(checkpoint_, compute_type_named("f32"), backend->device());
+      faithful_ = std::make_unique<WhisperModel>(std::move(widened), std::move(backend));
     }
     return *faithful_;
   }
@@ -207,10 +212,16 @@ std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint
 std::unique_ptr<Engine> Engine::open(const EngineOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   if (options.model.empty()) throw Error(ErrorCode::InvalidArgument, "[engine] no model given; pass a checkpoint path");
+  ComputeType compute = compute_type_named(options.compute_type);  // a bad name fails before the load
+  const Device target = device_of(options.device);
+  check_compute_type(compute, target);
   auto checkpoint = load_checkpoint(options.model);
+  compute = resolve_compute_type(compute, *checkpoint, target);
+  checkpoint = apply_compute_type(checkpoint, compute, target);
   BackendOptions bo;
   bo.threads = options.threads;
   bo.compute_type = options.compute_type;
+  bo.cross_kv = compute.cross_kv;
   std::shared_ptr<Backend> backend = make_backend(options.device, bo);
   const std::string device = backend->device() == Device::Cuda ? options.device == "auto" ? "cuda" : options.device
                                                                 : "cpu";

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/cpu/attention_q8.h"
+#include "core/cpu/attention_rows.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/gemm.h"
 #include "core/cpu/vector_math.h"
@@ -148,11 +150,55 @@ void cpu_attend(ThreadPool& pool, const AttentionRows& a, int n_heads, int64_t h
   cpu_attend_many(pool, std::span(&a, 1), n_heads, hd, causal, offsets, std::span(weights, 1));
 }
 
+namespace {
+
+// `n` values of a K or V row starting `offset` values into `base` (f16 or a 32-block type,
+// offset a whole number of blocks), widened to fp32.
+void widen_values(const void* base, DType dtype, int64_t offset, int64_t n, float* out) {
+  convert_to_f32(static_cast<const char*>(base) + dtype_nbytes(dtype, offset), dtype, out, n);
+}
+
+// Attention over compact K/V (f16 or q8_0: the CPU's quantized modes keep the cross K/V so)
+// and fp32 K/V alike: the direct loops for a few query rows, else the sgemm form (compact
+// K/V widened to fp32 first, for the rare long query). The fp32 decoder paths below use
+// cpu_attend_many instead (one parallel loop per layer for a batch of rows).
+void attend_cached(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t hd, bool causal, int64_t causal_offset,
+                   float* weights) {
+  const bool few = a.tq <= kAttentionRowsMax;
+  if (a.kv_dtype == DType::Q8_0 && few && attention_q8_supported(hd))
+    return attention_q8(pool, a, n_heads, hd, causal, causal_offset, weights);
+  if (a.kv_dtype != DType::Q8_0 && few && attention_rows_supported(hd))
+    return attention_rows(pool, a, n_heads, hd, causal, causal_offset, weights);
+  if (a.kv_dtype == DType::F32) {
+    const AttentionRows rows{a.q, a.ldq, static_cast<const float*>(a.k), a.ldk, static_cast<const float*>(a.v), a.ldv,
+                             a.out, a.ldo, a.tq, a.tk};
+    return cpu_attend(pool, rows, n_heads, hd, causal, causal_offset, weights);
+  }
+  const int64_t d = n_heads * hd;
+  Tensor kf = Tensor::empty({a.tk, d}), vf = Tensor::empty({a.tk, d});
+  for (int64_t t = 0; t < a.tk; ++t) {
+    widen_values(a.k, a.kv_dtype, t * a.ldk, d, kf.data<float>() + t * d);
+    widen_values(a.v, a.kv_dtype, t * a.ldv, d, vf.data<float>() + t * d);
+  }
+  const AttentionRows rows{a.q, a.ldq, kf.data<float>(), d, vf.data<float>(), d, a.out, a.ldo, a.tq, a.tk};
+  cpu_attend(pool, rows, n_heads, hd, causal, causal_offset, weights);
+}
+
+// The address of value `offset` of a K/V tensor of any storage (offset: whole blocks).
+const void* value_at(const Tensor& t, int64_t offset) {
+  return static_cast<const char*>(t.raw()) + dtype_nbytes(t.dtype(), offset);
+}
+
+}  // namespace
+
 void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
                            int64_t causal_offset, Tensor& out, Tensor* weights) {
   const int64_t d = q.dim(1);
-  AttentionRows a{q.data<float>(), d, k.data<float>(), d, v.data<float>(), d, out.data<float>(), d, q.dim(0), k.dim(0)};
-  cpu_attend(pool_, a, n_heads, d / n_heads, causal, causal_offset, weights ? weights->data<float>() : nullptr);
+  if (k.dtype() != v.dtype())
+    throw Error(ErrorCode::Internal, "[cpu] attention needs K and V of one dtype, got " + k.describe() + " and " +
+                                         v.describe());
+  const CachedRows a{q.data<float>(), d, k.raw(), d, v.raw(), d, k.dtype(), out.data<float>(), d, q.dim(0), k.dim(0)};
+  attend_cached(pool_, a, n_heads, d / n_heads, causal, causal_offset, weights ? weights->data<float>() : nullptr);
 }
 
 void CpuBackend::self_attention(const Tensor& qkv, int batch, int n_heads, Tensor& out) {
@@ -191,6 +237,26 @@ void CpuBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tens
                                  Tensor* weights) {
   (void)row_seq;
   const int64_t d = q.dim(1), rows = q.dim(0) / n_new, tk = kv.rows_per_seq, ld = kv.kv->dim(1);
+  if (kv.kv->dtype() != DType::F32) {
+    // Compact K/V (f16 or q8_0, cross_kv_dtype()); columns are whole blocks. Rows that
+    // read one window go through one call; captured weights take one call per row.
+    auto attend = [&](int64_t r0, int64_t r1, float* w) {
+      const int64_t base = row_seq_host[r0] * tk * ld;
+      const CachedRows a{q.data<float>() + r0 * n_new * d, d, value_at(*kv.kv, base + kv.k_col), ld,
+                         value_at(*kv.kv, base + kv.v_col), ld, kv.kv->dtype(), out.data<float>() + r0 * n_new * d, d,
+                         (r1 - r0) * n_new, tk};
+      attend_cached(pool_, a, n_heads, d / n_heads, false, 0, w);
+    };
+    Tensor host;
+    if (weights) host = weights->device() == Device::Cpu ? *weights : Tensor::empty(weights->shape(), DType::F32);
+    for (int64_t r0 = 0; r0 < rows;) {
+      int64_t r1 = r0 + 1;
+      while (!weights && r1 < rows && row_seq_host[r1] == row_seq_host[r0]) ++r1;
+      attend(r0, r1, weights ? host.data<float>() + r0 * n_heads * n_new * tk : nullptr);
+      r0 = r1;
+    }
+    return;
+  }
   auto attend = [&](int64_t r0, int64_t r1, float* w) {
     const float* base = kv.kv->data<float>() + row_seq_host[r0] * tk * ld;
     AttentionRows a{q.data<float>() + r0 * n_new * d, d, base + kv.k_col, ld, base + kv.v_col, ld,

@@ -6,14 +6,23 @@
 #include <limits>
 #include <vector>
 
+#include "core/cpu/attention_rows.h"
+#include "core/cpu/attention_q8.h"
 #include "core/cpu/gemm.h"
 #include "core/cpu/gemv_half.h"
+#include "core/cpu/quant_gemm.h"
 #include "core/cpu/vector_math.h"
+#include "core/quant_format.h"
 #include "core/token_select.h"
 
 namespace hark {
 
-CpuBackend::CpuBackend(int threads) : pool_(threads > 0 ? threads : hardware_threads()) {}
+CpuBackend::CpuBackend(int threads, DType cross_kv)
+    : pool_(threads > 0 ? threads : hardware_threads()), cross_kv_(cross_kv) {
+  if (cross_kv != DType::F32 && cross_kv != DType::F16 && cross_kv != DType::Q8_0)
+    throw Error(ErrorCode::InvalidArgument, std::string("[cpu] cross-attention K/V are kept in f32, f16 or q8_0, not ") +
+                                                dtype_name(cross_kv));
+}
 
 const float* CpuBackend::f32_weights(const Tensor& w) {
   if (w.dtype() == DType::F32) return w.data<float>();
@@ -24,8 +33,20 @@ const float* CpuBackend::f32_weights(const Tensor& w) {
   return it->second.second.data<float>();
 }
 
+size_t CpuBackend::cached_weight_bytes() {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  size_t bytes = 0;
+  for (const auto& [key, entry] : f32_cache_) bytes += entry.second.nbytes();
+  return bytes;
+}
+
 void CpuBackend::product(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
+  if (dtype_is_quantized(w.dtype())) {
+    // Block-quantized weights stay packed: integer dot products or sgemm on widened panels.
+    quant_linear(pool_, x.data<float>(), m, k, w, bias ? f32_weights(*bias) : nullptr, y, ldy);
+    return;
+  }
   const bool float_weights = w.dtype() == DType::F32 || w.dtype() == DType::F16 || w.dtype() == DType::BF16;
   if (float_weights && m <= kRowExactMaxRows) {
     // Decoder steps: half-precision weights are read directly (half the bytes), and every
@@ -135,7 +156,10 @@ void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int s
   const float* bias = f32_weights(b);
   float* out = y.data<float>();
   for (int64_t co = 0; co < cout; ++co) std::fill(out + co * t_out, out + (co + 1) * t_out, bias[co]);
-  sgemm(pool_, Trans::No, Trans::No, cout, t_out, cin * kw, 1.0f, f32_weights(w), cin * kw, c, t_out, 1.0f, out,
+  // Widened per call, not cached: the two convolutions run once per window, and a kept
+  // fp32 copy would be model memory beyond the file (5 % of a q8_0 tiny).
+  const Tensor wf = w.to_f32();
+  sgemm(pool_, Trans::No, Trans::No, cout, t_out, cin * kw, 1.0f, wf.data<float>(), cin * kw, c, t_out, 1.0f, out,
         t_out);
 }
 
@@ -149,9 +173,10 @@ void CpuBackend::embedding(const Tensor& table, const Tensor& positions, const T
     if (id < 0 || id >= table.dim(0) || pos < 0 || pos >= positions.dim(0))
       throw Error(ErrorCode::InvalidArgument, "[embedding] token " + std::to_string(id) + " at position " +
                                                   std::to_string(pos) + " is outside the table");
-    convert_to_f32(static_cast<const char*>(table.raw()) + id * d * dtype_size(table.dtype()), table.dtype(), o + i * d,
-                   d);
-    convert_to_f32(static_cast<const char*>(positions.raw()) + pos * d * dtype_size(positions.dtype()),
+    // Row `id` of the table (a quantized table's rows are whole blocks).
+    convert_to_f32(static_cast<const char*>(table.raw()) + id * dtype_nbytes(table.dtype(), d), table.dtype(),
+                   o + i * d, d);
+    convert_to_f32(static_cast<const char*>(positions.raw()) + pos * dtype_nbytes(positions.dtype(), d),
                    positions.dtype(), row.data(), d);
     for (int64_t j = 0; j < d; ++j) o[i * d + j] += row[j];
   }
@@ -162,6 +187,19 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
     std::memcpy(dst.raw(), src.raw(), src.nbytes());
   } else if (dst.dtype() == DType::F32) {
     convert_to_f32(src.raw(), src.dtype(), dst.data<float>(), src.numel());
+  } else if (src.dtype() == DType::F32 && dtype_is_quantized(dst.dtype())) {
+    const int64_t row = src.dim(-1), rows = src.numel() / row;
+    const size_t row_bytes = dtype_nbytes(dst.dtype(), row);
+    pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        quant::quantize_row(dst.dtype(), src.data<float>() + r * row, static_cast<uint8_t*>(dst.raw()) + r * row_bytes,
+                            row);
+    }, 16);
+  } else if (src.dtype() == DType::F32 && dst.dtype() == DType::F16) {
+    const float* s = src.data<float>();
+    uint16_t* d = dst.data<uint16_t>();
+    pool_.parallel_for(src.numel(), [&](int64_t begin, int64_t end) { floats_to_half(s + begin, d + begin, end - begin); },
+                       16384);
   } else {
     throw Error(ErrorCode::Internal, std::string("[cpu] copy to ") + dtype_name(dst.dtype()) + " is not supported");
   }
@@ -221,7 +259,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
   if (parse_compute_type(options.compute_type, Device::Cpu) != DType::F32)
     throw Error(ErrorCode::InvalidArgument, "[cpu] compute type " + options.compute_type +
                                                 " runs on a GPU only; use --compute-type f32 (or auto) on the CPU");
-  return std::make_unique<CpuBackend>(options.threads);
+  return std::make_unique<CpuBackend>(options.threads, options.cross_kv);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
@@ -245,7 +283,17 @@ DType parse_compute_type(const std::string& name, Device device) {
   if (name == "f32" || name == "float32") return DType::F32;
   if (name == "f16" || name == "float16") return DType::F16;
   if (name == "bf16" || name == "bfloat16") return DType::BF16;
-  throw Error(ErrorCode::InvalidArgument, "[device] unknown compute type '" + name + "': use auto, f32, f16 or bf16");
+  // 8-bit and ggml-quantized weights: the CPU's quantized kernels, fp32 activations.
+  if (name == "int8" || name == "int8_float16" || name == "int8_float32" || quant::parse_name(name)) {
+    if (device == Device::Cuda)
+      throw Error(ErrorCode::InvalidArgument, "[device] compute type " + name +
+                                                  " runs on the CPU only (quantized kernels); on a GPU use auto, f32, "
+                                                  "f16 or bf16");
+    return DType::F32;
+  }
+  throw Error(ErrorCode::InvalidArgument, "[device] unknown compute type '" + name +
+                                              "': use auto, f32, f16, bf16, or on the CPU int8, int8_float16, "
+                                              "int8_float32, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k ... q6_k");
 }
 
 }  // namespace hark

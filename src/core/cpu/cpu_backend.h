@@ -14,7 +14,7 @@ namespace hark {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads);
+  explicit CpuBackend(int threads, DType cross_kv = DType::F32);
 
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::Cpu; }
@@ -46,6 +46,10 @@ class CpuBackend final : public Backend {
                         std::span<const int> lengths) override;
   void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
 
+  DType cross_kv_dtype() const override { return cross_kv_; }
+  // Bytes of the fp32 copies made of half-precision weights (model memory beyond the file).
+  size_t cached_weight_bytes();
+
   ThreadPool& pool() { return pool_; }
 
  private:
@@ -55,6 +59,7 @@ class CpuBackend final : public Backend {
   void product(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy);
 
   ThreadPool pool_;
+  DType cross_kv_;
   std::mutex cache_mutex_;
   // (address, bytes) → (the weight itself, kept alive so its address is not reused; its
   // fp32 copy).

@@ -5,7 +5,23 @@
 #include <cstring>
 #include <limits>
 
+#include "core/tensor.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace hark {
+
+void floats_to_half(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+  for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
 
 void layer_norm_row(const float* x, const float* gamma, const float* beta, int64_t n, float eps, float* y) {
   float sum = 0.0f;

@@ -13,6 +13,9 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, int64
 // x · Φ(x) with Φ from erf; max abs error below 2e-7 against the double-precision formula.
 void gelu_inplace(float* x, int64_t n);
 
+// IEEE half precision of n floats, round to nearest even (the same bits as float_to_half).
+void floats_to_half(const float* src, uint16_t* dst, int64_t n);
+
 // Softmax over the first `visible` entries; the entries [visible, n) become 0.
 void softmax_row(float* x, int64_t visible, int64_t n);
 

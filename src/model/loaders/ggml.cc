@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/assets.h"
+#include "core/quant_format.h"
 #include "model/loaders/loaders.h"
 #include "model/loaders/npz.h"
 #include "model/loaders/tensor_io.h"
@@ -58,10 +59,32 @@ const char* ggml_type_name(int32_t type) {
   return it == kNames.end() ? "an unknown type" : it->second;
 }
 
-[[noreturn]] void quantized(const std::string& what, const std::string& detail) {
-  throw Error(ErrorCode::UnsupportedFormat, "[ggml] '" + what + "' is quantized (" + detail +
-                                                "); hark reads f32 and f16 ggml files: use ggml-<model>.bin "
-                                                "(f16) or convert from a Hugging Face checkpoint");
+// ggml_type of a tensor record → DType; UnsupportedFormat for types whisper.cpp does not
+// write into Whisper files.
+DType record_dtype(int32_t type, const std::string& what, const std::string& name) {
+  if (type == 0) return DType::F32;
+  if (type == 1) return DType::F16;
+  if (auto q = quant::from_ggml_type(type)) return *q;
+  throw Error(ErrorCode::UnsupportedFormat, "[ggml] '" + what + "': tensor '" + name + "' is stored as " +
+                                                ggml_type_name(type) + "; hark reads f32, f16, q4_0, q4_1, q5_0, q5_1, "
+                                                "q8_0 and q2_k-q6_k (the types whisper-quantize writes)");
+}
+
+// The header's ftype: 0 (f32), 1 (f16) or one of whisper-quantize's, plus 1000 × the
+// quantization version; block layouts are those of version 2 (ggml since May 2023).
+void check_ftype(int32_t ftype, const std::string& what) {
+  const int base = ftype % 1000, version = ftype / 1000;
+  bool known = ftype >= 0 && (base == 0 || base == 1);
+  for (const quant::BlockInfo& f : quant::formats()) known = known || (ftype >= 0 && base == f.ggml_ftype);
+  if (!known)
+    throw Error(ErrorCode::UnsupportedFormat, "[ggml] '" + what + "' has ftype " + std::to_string(ftype) +
+                                                  ", which hark does not read (f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, "
+                                                  "q2_k-q6_k)");
+  if (base > 1 && version != 2)
+    throw Error(ErrorCode::UnsupportedFormat, "[ggml] '" + what + "' was quantized with ggml quantization version " +
+                                                  std::to_string(version) + " (ftype " + std::to_string(ftype) +
+                                                  "), whose blocks differ from today's version 2: quantize the f16 "
+                                                  "file again with a current whisper-quantize or `hark convert`");
 }
 
 bool squeezed_equal(const Shape& a, const Shape& b) {
@@ -104,8 +127,7 @@ GgmlHeader parse_header(const unsigned char* data, size_t size, const std::strin
   hp.validate();
   h.ftype = c.i32("ftype");
   // Newer whisper.cpp files add 1000 × the quantization version to the ftype.
-  const int base_ftype = h.ftype % 1000;
-  if (h.ftype < 0 || (base_ftype != 0 && base_ftype != 1)) quantized(what, "ftype " + std::to_string(h.ftype));
+  check_ftype(h.ftype, what);
 
   const int32_t n_mel = c.bounded("mel filter rows", 1, 512), n_fft = c.bounded("mel filter columns", 1, 4096);
   h.mel_filters = Tensor::empty({n_mel, n_fft});
@@ -130,8 +152,13 @@ GgmlHeader read_ggml_header(const std::string& file) {
 
 Checkpoint load_ggml(const std::string& file) {
   auto mapped = MappedFile::open(file);
-  const GgmlHeader header = parse_header(mapped->data(), mapped->size(), file);
-  if (header.tensors_offset == mapped->size())
+  return read_ggml(mapped->data(), mapped->size(), mapped, file, mapped.get());
+}
+
+Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_ptr<void>& keepalive,
+                     const std::string& file, const MappedFile* mapping) {
+  const GgmlHeader header = parse_header(data, size, file);
+  if (header.tensors_offset == size)
     bad(file, "holds hyper-parameters, mel filters and a " + std::to_string(header.vocab.size()) +
                   "-token vocabulary but no tensor data (a whisper.cpp test file?); use a full ggml-<model>.bin");
   Checkpoint ckpt;
@@ -139,7 +166,7 @@ Checkpoint load_ggml(const std::string& file) {
   std::map<std::string, Shape> expected;
   for (auto& [name, shape] : expected_tensors(ckpt.hparams)) expected[name] = shape;
 
-  Cursor c{mapped->data(), mapped->size(), header.tensors_offset, file};
+  Cursor c{data, size, header.tensors_offset, file};
   while (c.pos < c.size) {
     const int32_t n_dims = c.bounded("tensor rank", 1, 4);
     const int32_t name_len = c.bounded("tensor name length", 1, 1024);
@@ -147,23 +174,27 @@ Checkpoint load_ggml(const std::string& file) {
     Shape shape(n_dims);
     for (int i = n_dims - 1; i >= 0; --i) shape[i] = c.bounded("tensor dimension", 1, 1 << 30);
     const std::string name(reinterpret_cast<const char*>(c.take(name_len, "tensor name")), name_len);
-    if (type != 0 && type != 1) quantized(file, "tensor '" + name + "' is " + ggml_type_name(type));
-    const DType dtype = type == 0 ? DType::F32 : DType::F16;
-    const uint64_t room = (c.size - c.pos) / dtype_size(dtype);
+    const DType dtype = record_dtype(type, file, name);
+    const int64_t block = dtype_block_elems(dtype);
+    if (shape.back() % block != 0)
+      bad(file, "tensor '" + name + "' " + dtype_name(dtype) + shape_str(shape) + " has rows of " +
+                    std::to_string(shape.back()) + " values, not whole blocks of " + std::to_string(block));
+    // The most elements the rest of the file can hold; checked before each multiplication.
+    const uint64_t room = (c.size - c.pos) / dtype_block_bytes(dtype) * static_cast<uint64_t>(block);
     uint64_t numel = 1;
     for (int64_t d : shape) {
-      numel *= static_cast<uint64_t>(d);  // each factor ≤ 2^30 and the product stays ≤ room · 2^30
-      if (numel > room)
+      if (numel > room / static_cast<uint64_t>(d))
         bad(file, "tensor '" + name + "' " + dtype_name(dtype) + shape_str(shape) +
                       " runs past the end of the file (truncated?)");
+      numel *= static_cast<uint64_t>(d);
     }
-    const unsigned char* bytes = c.take(numel * dtype_size(dtype), "tensor data");
+    const unsigned char* bytes = c.take(dtype_nbytes(dtype, static_cast<int64_t>(numel)), "tensor data");
     auto it = expected.find(name);
     if (it == expected.end()) continue;  // e.g. decoder.proj.weight from old converters
     // Conv biases are [d, 1] in ggml and the converters squeeze size-1 axes.
     if (shape != it->second && squeezed_equal(shape, it->second)) shape = it->second;
     if (ckpt.weights.has(name)) bad(file, "tensor '" + name + "' appears twice");
-    ckpt.weights.add(name, view_or_copy(mapped, bytes, shape, dtype));
+    ckpt.weights.add(name, view_or_copy(keepalive, bytes, shape, dtype, mapping));
   }
   ckpt.dtype = dominant_dtype(ckpt.weights);
   return ckpt;
@@ -219,11 +250,35 @@ Tensor mel_filters_for(const HParams& hp) {
 
 }  // namespace
 
+DType ggml_storage_dtype(const std::string& name, const Shape& shape, DType dtype) {
+  if (dtype == DType::F32 || stays_f32(name, shape)) return DType::F32;
+  if (dtype == DType::F16 || shape.size() != 2) return DType::F16;  // whisper-quantize: 2-D tensors only
+  if (shape.back() % dtype_block_elems(dtype) == 0) return dtype;
+  // k-quant rows must be whole super-blocks of 256 (tiny's 384 is not): the nearest block
+  // type of 32 takes over, as llama.cpp's quantizer does.
+  const DType fallback = dtype == DType::Q2_K || dtype == DType::Q3_K ? DType::Q4_0
+                         : dtype == DType::Q4_K                       ? DType::Q5_0
+                         : dtype == DType::Q5_K                       ? DType::Q5_1
+                                                                      : DType::Q8_0;
+  return shape.back() % dtype_block_elems(fallback) == 0 ? fallback : DType::F16;
+}
+
 void save_ggml(const Checkpoint& ckpt, const std::string& file, DType dtype) {
-  if (dtype != DType::F32 && dtype != DType::F16)
-    throw Error(ErrorCode::InvalidArgument, std::string("[convert] ggml files hold f32 or f16 weights, not ") +
-                                                dtype_name(dtype) + ": choose --dtype f16 or f32");
+  if (dtype != DType::F32 && dtype != DType::F16 && !dtype_is_quantized(dtype))
+    throw Error(ErrorCode::InvalidArgument, std::string("[convert] ggml files hold f32, f16 or quantized weights, not ") +
+                                                dtype_name(dtype) + ": choose --dtype f16, f32 or q8_0, q5_0, ...");
   const HParams& hp = ckpt.hparams;
+  // whisper.cpp gives every matrix the one type the ftype names, so a file must not mix
+  // types, and its k-quant matrices need rows of whole super-blocks of 256.
+  for (const auto& [name, shape] : expected_tensors(hp)) {
+    const DType stored = ggml_storage_dtype(name, shape, dtype);
+    if (dtype_is_quantized(dtype) && shape.size() == 2 && stored != dtype && dtype_is_quantized(stored))
+      throw Error(ErrorCode::InvalidArgument,
+                  std::string("[convert] whisper.cpp's ") + dtype_name(dtype) + " files need matrices whose rows are "
+                  "whole super-blocks of 256 values; '" + name + "' has rows of " + std::to_string(shape.back()) +
+                  ": choose q8_0, q5_0, q5_1, q4_0 or q4_1 for this model (hark itself can run " + dtype_name(dtype) +
+                  " with --compute-type " + dtype_name(dtype) + ")");
+  }
   const Tensor mel = mel_filters_for(hp);
   const std::vector<std::string> vocab = tiktoken_vocab(hp);
   write_file_atomically(file, [&](std::FILE* f) {
@@ -235,7 +290,8 @@ void save_ggml(const Checkpoint& ckpt, const std::string& file, DType dtype) {
     for (int v : {hp.n_vocab, hp.n_audio_ctx, hp.n_audio_state, hp.n_audio_head, hp.n_audio_layer, hp.n_text_ctx,
                   hp.n_text_state, hp.n_text_head, hp.n_text_layer, hp.n_mels})
       i32(v);
-    i32(dtype == DType::F16 ? 1 : 0);
+    // Quantized files carry whisper-quantize's ftype plus 1000 × quantization version 2.
+    i32(dtype == DType::F32 ? 0 : dtype == DType::F16 ? 1 : 2000 + quant::block_info(dtype).ggml_ftype);
     i32(mel.dim(0));
     i32(mel.dim(1));
     write_bytes(f, mel.raw(), mel.nbytes(), file);
@@ -245,13 +301,13 @@ void save_ggml(const Checkpoint& ckpt, const std::string& file, DType dtype) {
       write_bytes(f, token.data(), token.size(), file);
     }
     for (const auto& [name, shape] : expected_tensors(hp)) {
-      const DType tdtype = dtype == DType::F32 || stays_f32(name, shape) ? DType::F32 : DType::F16;
+      const DType tdtype = ggml_storage_dtype(name, shape, dtype);
       const Tensor t = cast_tensor(ckpt.weights.get(name, shape), tdtype);
       const bool conv_bias = name == "encoder.conv1.bias" || name == "encoder.conv2.bias";
       const Shape stored = conv_bias ? Shape{shape[0], 1} : shape;
       i32(static_cast<int64_t>(stored.size()));
       i32(static_cast<int64_t>(name.size()));
-      i32(tdtype == DType::F32 ? 0 : 1);
+      i32(tdtype == DType::F32 ? 0 : tdtype == DType::F16 ? 1 : quant::block_info(tdtype).ggml_type);
       for (auto d = stored.rbegin(); d != stored.rend(); ++d) i32(*d);
       write_bytes(f, name.data(), name.size(), file);
       write_bytes(f, t.raw(), t.nbytes(), file);

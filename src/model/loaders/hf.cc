@@ -126,7 +126,9 @@ Checkpoint load_hf(const std::string& dir) {
 void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype) { save_hf(ckpt, dir, dtype, 0); }
 
 void save_hf(const Checkpoint& ckpt, const std::string& dir, DType dtype, size_t max_shard_bytes) {
-  if (dtype == DType::I32) throw Error(ErrorCode::InvalidArgument, "[convert] Hugging Face weights must be f32, f16 or bf16");
+  if (dtype == DType::I32 || dtype_is_quantized(dtype))
+    throw Error(ErrorCode::InvalidArgument, std::string("[convert] Hugging Face weights must be f32, f16 or bf16, not ") +
+                                                dtype_name(dtype) + " (quantized types are written as ggml only)");
   make_directory(dir);
   nlohmann::json config = ckpt.hparams.to_hf_json();
   config["torch_dtype"] = dtype == DType::F32 ? "float32" : dtype == DType::F16 ? "float16" : "bfloat16";

@@ -106,7 +106,9 @@ void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype) {
 }
 
 void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype, MlxContainer container) {
-  if (dtype == DType::I32) throw Error(ErrorCode::InvalidArgument, "[convert] MLX weights must be f32, f16 or bf16");
+  if (dtype == DType::I32 || dtype_is_quantized(dtype))
+    throw Error(ErrorCode::InvalidArgument, std::string("[convert] MLX weights must be f32, f16 or bf16, not ") +
+                                                dtype_name(dtype) + " (quantized types are written as ggml only)");
   if (container == MlxContainer::Npz && dtype == DType::BF16)
     throw Error(ErrorCode::InvalidArgument, "[convert] weights.npz cannot hold bf16 (numpy has no bf16 type): "
                                             "write weights.safetensors, or choose --dtype f16 or f32");

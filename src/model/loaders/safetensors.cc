@@ -134,8 +134,8 @@ const char* safetensors_dtype_name(DType dtype) {
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
     case DType::I32: return "I32";
+    default: return "?";  // block-quantized: never written to safetensors
   }
-  return "?";
 }
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors, DType dtype,

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 
+#include "core/quant_format.h"
+
 namespace hark::loaders {
 
 Tensor cast_tensor(const Tensor& t, DType dtype) {
@@ -15,6 +17,11 @@ Tensor cast_tensor(const Tensor& t, DType dtype) {
     throw Error(ErrorCode::Internal, "[model] cannot convert " + t.describe() + " to " + dtype_name(dtype));
   Tensor f32 = t.to_f32();
   if (dtype == DType::F32) return f32;
+  if (dtype_is_quantized(dtype)) {
+    Tensor out = Tensor::empty(t.shape(), dtype);
+    quant::quantize_row(dtype, f32.data<float>(), out.raw(), t.numel());
+    return out;
+  }
   Tensor out = Tensor::empty(t.shape(), dtype);
   const float* src = f32.data<float>();
   auto* dst = out.data<uint16_t>();
@@ -27,13 +34,16 @@ Tensor cast_tensor(const Tensor& t, DType dtype) {
   return out;
 }
 
-Tensor view_or_copy(const std::shared_ptr<MappedFile>& file, const unsigned char* data, Shape shape, DType dtype) {
+Tensor view_or_copy(const std::shared_ptr<void>& file, const unsigned char* data, Shape shape, DType dtype,
+                    const MappedFile* mapping) {
   // The mapping is read-only (PROT_READ); weights are never written through these views.
-  const size_t align = dtype_size(dtype);
+  // Quantized blocks have no alignment (kernels load them unaligned).
+  const size_t align = dtype_is_quantized(dtype) ? 1 : dtype_size(dtype);
   if (reinterpret_cast<uintptr_t>(data) % align == 0)
     return Tensor::view(const_cast<unsigned char*>(data), std::move(shape), dtype, file);
   Tensor t = Tensor::empty(std::move(shape), dtype);
   std::memcpy(t.raw(), data, t.nbytes());
+  if (mapping) mapping->release(data, t.nbytes());  // not read again: not resident twice
   return t;
 }
 

@@ -20,7 +20,9 @@ Tensor cast_tensor(const Tensor& t, DType dtype);
 
 // A view into `file` when `data` is aligned for `dtype` (no copy, pages stay shared);
 // otherwise an owned copy, so compute kernels never see misaligned floats.
-Tensor view_or_copy(const std::shared_ptr<MappedFile>& file, const unsigned char* data, Shape shape, DType dtype);
+// A copy's pages of `mapping` (when given) leave the resident set.
+Tensor view_or_copy(const std::shared_ptr<void>& file, const unsigned char* data, Shape shape, DType dtype,
+                    const MappedFile* mapping = nullptr);
 
 // Swaps the last two axes of a rank-3 tensor into owned memory: PyTorch/OpenAI conv1d
 // weights are [out, in, k], MLX stores them as [out, k, in].

@@ -48,10 +48,15 @@ INSTANTIATE_TEST_SUITE_P(DTypesAndRows, LinearTest,
                          ::testing::Combine(::testing::Values(DType::F32, DType::F16, DType::BF16),
                                             ::testing::Values(1, 2, 3, 4, 5, 7, 8, 9, 40)));
 
-TEST(CpuBackend, CausalAttentionMatchesReference) {
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+// Head sizes 8 (256-bit loops) and 64 (Whisper's, 512-bit loops); 3 query rows take the
+// direct loops (attention_rows.h), 20 the sgemm path.
+TEST_P(AttentionTest, CausalAttentionMatchesReference) {
+  const auto [hd, tq] = GetParam();
   std::mt19937 rng(7);
   auto be = make_cpu_backend({2});
-  const int heads = 2, hd = 8, tq = 3, tk = 5, d = heads * hd;
+  const int heads = 2, tk = 25, d = heads * hd;
   Tensor q = random_tensor({tq, d}, rng), k = random_tensor({tk, d}, rng), v = random_tensor({tk, d}, rng);
   const int64_t offset = 2;  // query i sees keys 0..i+2
   Tensor weights = Tensor::empty({heads, tq, tk});
@@ -84,6 +89,9 @@ TEST(CpuBackend, CausalAttentionMatchesReference) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(HeadSizesAndRows, AttentionTest, ::testing::Combine(::testing::Values(8, 64),
+                                                                            ::testing::Values(3, 20)));
 
 TEST(CpuBackend, Conv1dMatchesReference) {
   std::mt19937 rng(3);

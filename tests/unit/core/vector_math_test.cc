@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "core/cpu/vector_math.h"
+#include "core/tensor.h"
 
 namespace hark {
 
@@ -49,6 +52,24 @@ TEST(VectorMath, LayerNormRow) {
   EXPECT_NEAR(y[0], -1.5 * inv, 1e-5);
   EXPECT_NEAR(y[2], 2 * 0.5 * inv, 1e-5);
   EXPECT_NEAR(y[3], 1.5 * inv + 1, 1e-5);
+}
+
+TEST(VectorMath, FloatsToHalfEqualsTheScalarRounding) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<uint32_t> bits;
+  std::vector<float> x(1003);
+  for (auto& v : x) {
+    const uint32_t b = bits(rng);  // every exponent: subnormal halves, overflow to infinity
+    std::memcpy(&v, &b, 4);
+    if (std::isnan(v)) v = 1.0f;   // NaN payloads may differ
+  }
+  x[1] = 65520.0f;                   // rounds up to infinity
+  x[2] = 5.96e-8f;                   // the smallest subnormal
+  x[3] = 1.0f + 1.0f / 4096;         // a tie
+  x[4] = -std::numeric_limits<float>::infinity();
+  std::vector<uint16_t> h(x.size());
+  floats_to_half(x.data(), h.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(h[i], float_to_half(x[i])) << x[i];
 }
 
 }  // namespace hark

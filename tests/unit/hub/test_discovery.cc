@@ -80,7 +80,8 @@ TEST(HubInspect, RejectsIncompleteAndUnsupportedCheckpoints) {
   test::write_bytes(sharded / "model-00002-of-00002.safetensors", test::make_safetensors("F16", 8));
   EXPECT_TRUE(inspect_checkpoint(sharded.string(), &why)) << why;
 
-  // Weights still downloading (only the .part exists), a truncated ggml, a quantized ggml,
+  // Weights still downloading (only the .part exists), a truncated ggml, ggml types hark
+  // does not read,
   // pytorch-only weights and a non-Whisper config.
   fs::path partial = env.root() + "/partial";
   test::write_bytes(partial / "config.json", test::hf_config_tiny().dump());
@@ -89,9 +90,16 @@ TEST(HubInspect, RejectsIncompleteAndUnsupportedCheckpoints) {
   test::make_ggml(env.root() + "/cut.bin", 1, true);
   EXPECT_FALSE(inspect_checkpoint(env.root() + "/cut.bin", &why));
   EXPECT_NE(why.find("truncated"), std::string::npos) << why;
-  test::make_ggml(env.root() + "/q5.bin", 1008);
+  test::make_ggml(env.root() + "/q5.bin", 1008);  // q5_0 of ggml's old quantization version 1
   EXPECT_FALSE(inspect_checkpoint(env.root() + "/q5.bin", &why));
-  EXPECT_NE(why.find("quantized"), std::string::npos) << why;
+  EXPECT_NE(why.find("quantization version 1"), std::string::npos) << why;
+  test::make_ggml(env.root() + "/iq2.bin", 2015);  // a type whisper-quantize never writes
+  EXPECT_FALSE(inspect_checkpoint(env.root() + "/iq2.bin", &why));
+  EXPECT_NE(why.find("ftype 2015"), std::string::npos) << why;
+  test::make_ggml(env.root() + "/q8.bin", 2007);  // whisper-quantize's q8_0
+  const auto q8 = inspect_checkpoint(env.root() + "/q8.bin", &why);
+  ASSERT_TRUE(q8) << why;
+  EXPECT_EQ(q8->dtype, "q8_0");
   test::write_bytes(env.root() + "/pt/config.json", test::hf_config_tiny().dump());
   test::write_bytes(env.root() + "/pt/pytorch_model.bin", "x");
   EXPECT_FALSE(inspect_checkpoint(env.root() + "/pt", &why));

@@ -124,7 +124,7 @@ TEST(GgmlWriter, HeaderMatchesWhisperCppConventions) {
   EXPECT_EQ(record[2], 0);   // f32
   EXPECT_EQ(record[3], 1);   // ne[0]
   EXPECT_EQ(record[4], 16);  // ne[1]
-  expect_error([&] { save_ggml(small_checkpoint(), file, DType::BF16); }, ErrorCode::InvalidArgument, {"f16 or f32"});
+  expect_error([&] { save_ggml(small_checkpoint(), file, DType::BF16); }, ErrorCode::InvalidArgument, {"f16, f32 or q8_0"});
 }
 
 TEST(GgmlLoader, MalformedFilesAreClearErrors) {
@@ -137,15 +137,24 @@ TEST(GgmlLoader, MalformedFilesAreClearErrors) {
   expect_error([&] { load_bytes("ggm"); }, ErrorCode::ModelFormat, {"truncated"});
   expect_error([&] { load_bytes(i32(0x12345678) + std::string(60, '\0')); }, ErrorCode::ModelFormat, {"bad magic"});
   expect_error([&] { load_bytes("GGUF" + std::string(60, '\0')); }, ErrorCode::UnsupportedFormat, {"GGUF"});
-  expect_error([&] { load_bytes(header_bytes(hp, 2)); }, ErrorCode::UnsupportedFormat, {"quantized", "ftype 2"});
-  expect_error([&] { load_bytes(header_bytes(hp, 1008)); }, ErrorCode::UnsupportedFormat, {"quantized"});
+  // Quantized files of ggml's older block layouts (quantization version 0 or 1).
+  expect_error([&] { load_bytes(header_bytes(hp, 2)); }, ErrorCode::UnsupportedFormat, {"version 0", "ftype 2"});
+  expect_error([&] { load_bytes(header_bytes(hp, 1008)); }, ErrorCode::UnsupportedFormat, {"version 1"});
+  // ftypes whisper-quantize never writes (4: q4_1 with some f16, 15: iq2_xxs, 24: bf16).
+  for (int ftype : {4, 2015, 24, -1})
+    expect_error([&] { load_bytes(header_bytes(hp, ftype)); }, ErrorCode::UnsupportedFormat,
+                 {"ftype " + std::to_string(ftype)});
   HParams odd = hp;
   odd.n_mels = 7;
   expect_error([&] { load_bytes(header_bytes(odd, 1)); }, ErrorCode::ModelFormat, {"n_mels = 7"});
   const std::string head = header_bytes(hp, 1);
   expect_error([&] { load_bytes(head.substr(0, head.size() - 2)); }, ErrorCode::ModelFormat, {"truncated"});
   expect_error([&] { load_bytes(head + tensor_record("encoder.blocks.0.attn.query.weight", {16, 16}, 8, 272)); },
-               ErrorCode::UnsupportedFormat, {"encoder.blocks.0.attn.query.weight", "q8_0"});
+               ErrorCode::ModelFormat, {"encoder.blocks.0.attn.query.weight", "q8_0", "not whole blocks of 32"});
+  expect_error([&] { load_bytes(head + tensor_record("encoder.blocks.0.attn.query.weight", {32, 2}, 9, 72)); },
+               ErrorCode::UnsupportedFormat, {"encoder.blocks.0.attn.query.weight", "q8_1"});
+  expect_error([&] { load_bytes(head + tensor_record("w", {256, 2}, 14, 419)); }, ErrorCode::ModelFormat,
+               {"'w' q6_k[2, 256]", "runs past the end"});
   expect_error([&] { load_bytes(head + tensor_record("encoder.ln_post.weight", {16}, 0, 40)); },
                ErrorCode::ModelFormat, {"encoder.ln_post.weight", "runs past the end"});
   expect_error([&] { load_bytes(head + tensor_record("x", {1 << 30, 1 << 30, 1 << 30, 1 << 30}, 0, 8)); },

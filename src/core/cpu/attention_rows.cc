@@ -1,0 +1,189 @@
+#include "core/cpu/attention_rows.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/cpu/vector_math.h"
+#include "core/tensor.h"
+
+// GCC 12 reports the _mm512_undefined_*() inside its own AVX-512 intrinsics as
+// "may be used uninitialized" (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace hark {
+namespace {
+
+inline float value(float x) { return x; }
+inline float value(uint16_t h) { return half_to_float(h); }
+
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+
+// Sums of each of 8 vectors, as one vector.
+inline __m256 reduce8(const __m256* a) {
+  const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// One head's slice of a K or V row lies `d` values after the previous row's: a stride
+// beyond what the hardware prefetchers follow, so the loops fetch rows ahead themselves.
+constexpr int64_t kPrefetchRows = 48;
+template <class E>
+inline void prefetch_slice(const E* p, int64_t hd) {
+  for (int64_t j = 0; j < hd; j += 64 / sizeof(E)) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
+}
+
+#if defined(__AVX512F__)
+inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+// The 512-bit accumulators' halves added, so reduce8 can finish the sums.
+inline void fold8(const __m512* wide, __m256* narrow) {
+  for (int u = 0; u < 8; ++u)
+    narrow[u] = _mm256_add_ps(_mm512_castps512_ps256(wide[u]),
+                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(wide[u]), 1)));
+}
+#endif
+
+// scores[t] = scale · q · K[t] over one head's hd columns of K (row stride d).
+template <class E>
+void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+  int64_t t = 0;
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    for (; t + 8 <= tk; t += 8) {
+      for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
+      __m512 acc[8];
+      for (auto& a : acc) a = _mm512_setzero_ps();
+      for (int64_t j = 0; j < hd; j += 16) {
+        const __m512 qv = _mm512_loadu_ps(q + j);
+        for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(load16(k + (t + u) * d + j), qv, acc[u]);
+      }
+      __m256 folded[8];
+      fold8(acc, folded);
+      _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(folded), _mm256_set1_ps(scale)));
+    }
+  }
+#endif
+  for (; t + 8 <= tk; t += 8) {
+    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
+    __m256 acc[8];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < hd; j += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + j);
+      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(load8(k + (t + u) * d + j), qv, acc[u]);
+    }
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(scale)));
+  }
+  for (; t < tk; ++t) {
+    float s = 0;
+    for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[t * d + j]);
+    scores[t] = s * scale;
+  }
+}
+
+// out[0, hd) = Σ_t p[t] · V[t] over one head's columns of V.
+template <class E>
+void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    for (int64_t j0 = 0; j0 < hd; j0 += 128) {
+      const int64_t blocks = std::min<int64_t>(8, (hd - j0) / 16);
+      __m512 acc[8];
+      for (auto& a : acc) a = _mm512_setzero_ps();
+      for (int64_t t = 0; t < tk; ++t) {
+        prefetch_slice(v + (t + kPrefetchRows) * d + j0, std::min<int64_t>(128, hd - j0));
+        const __m512 pv = _mm512_set1_ps(p[t]);
+        const E* row = v + t * d + j0;
+        for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm512_fmadd_ps(load16(row + 16 * b), pv, acc[b]);
+      }
+      for (int64_t b = 0; b < blocks; ++b) _mm512_storeu_ps(out + j0 + 16 * b, acc[b]);
+    }
+    return;
+  }
+#endif
+  for (int64_t j0 = 0; j0 < hd; j0 += 64) {
+    const int64_t blocks = std::min<int64_t>(8, (hd - j0) / 8);
+    __m256 acc[8];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t t = 0; t < tk; ++t) {
+      prefetch_slice(v + (t + kPrefetchRows) * d + j0, std::min<int64_t>(64, hd - j0));
+      const __m256 pv = _mm256_set1_ps(p[t]);
+      const E* row = v + t * d + j0;
+      for (int64_t b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(load8(row + 8 * b), pv, acc[b]);
+    }
+    for (int64_t b = 0; b < blocks; ++b) _mm256_storeu_ps(out + j0 + 8 * b, acc[b]);
+  }
+}
+constexpr bool kVectorised = true;
+#else
+template <class E>
+void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+  for (int64_t t = 0; t < tk; ++t) {
+    float s = 0;
+    for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[t * d + j]);
+    scores[t] = s * scale;
+  }
+}
+template <class E>
+void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+  for (int64_t j = 0; j < hd; ++j) out[j] = 0;
+  for (int64_t t = 0; t < tk; ++t)
+    for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * value(v[t * d + j]);
+}
+constexpr bool kVectorised = false;
+#endif
+
+}  // namespace
+
+bool attention_rows_supported(int64_t head_dim) { return !kVectorised || head_dim % 8 == 0; }
+
+namespace {
+
+template <class E>
+void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const E* v, int n_heads, int64_t hd,
+                       bool causal, int64_t causal_offset, float* weights) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t tq = a.tq, tk = a.tk;
+  // One task per (head, query row): the K and V columns of a head are read once per row,
+  // and the rows of one step (beams) find them in cache.
+  pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scores;
+    if (scores.size() < static_cast<size_t>(tk)) scores.resize(tk);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t h = task / tq, i = task % tq;
+      const int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
+      head_scores(a.q + i * a.ldq + h * hd, k + h * hd, visible, a.ldk, hd, scale, scores.data());
+      softmax_row(scores.data(), visible, visible);
+      if (weights) {
+        float* w = weights + (h * tq + i) * tk;
+        std::copy(scores.data(), scores.data() + visible, w);
+        std::fill(w + visible, w + tk, 0.0f);
+      }
+      head_values(scores.data(), v + h * hd, visible, a.ldv, hd, a.out + i * a.ldo + h * hd);
+    }
+  });
+}
+
+}  // namespace
+
+void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,
+                    int64_t causal_offset, float* weights) {
+  if (a.kv_dtype == DType::F16)
+    attention_rows_of(pool, a, static_cast<const uint16_t*>(a.k), static_cast<const uint16_t*>(a.v), n_heads,
+                      head_dim, causal, causal_offset, weights);
+  else
+    attention_rows_of(pool, a, static_cast<const float*>(a.k), static_cast<const float*>(a.v), n_heads, head_dim,
+                      causal, causal_offset, weights);
+}
+
+}  // namespace hark

@@ -1,0 +1,57 @@
+// Internal to the quantized kernels: activations quantized per block of 32, and the
+// per-instruction-set dot-product loops (quant_dot_{scalar,avx2,avx512}.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace hark::quant {
+
+constexpr int64_t kQuantRowsMax = 8;  // rows of x per call of a DotRowsFn
+
+// m rows of k activations as int8 blocks of 32 with an fp32 scale each (x ≈ d · q),
+// q in [-127, 127]; `half_sums` the scaled sums d · Σq over each half-block of 16 (for
+// formats with a min). `neg_half_lanes` holds −Σq of each half-block in lanes 0 and 4 of
+// 8 int32 per block (0 elsewhere): the VNNI kernels start each block's sum there, scaled
+// by the format's code bias, to multiply unsigned codes with signed activations.
+struct ActivationBlocks {
+  int64_t m = 0, k = 0;
+  const int8_t* q = nullptr;              // [m][k]
+  const float* d = nullptr;               // [m][k / 32]
+  const float* half_sums = nullptr;       // [m][k / 16]
+  const int32_t* neg_half_lanes = nullptr;  // [m][k / 32][8]
+};
+
+// Quantizes x[m][k] into caller-provided buffers of the sizes above.
+void quantize_activations(const float* x, int64_t m, int64_t k, int8_t* q, float* d, float* half_sums,
+                          int32_t* neg_half_lanes);
+
+// y[r][j] = dot(x row r, w row j) (+ bias[j]) for weight rows j in [begin, end), every
+// row r < x.m (at most 8). Rows of w are `row_bytes` apart; y rows `ldy` apart.
+using DotRowsFn = void (*)(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
+                           int64_t end, const float* bias, float* y, int64_t ldy);
+
+// One weight row of k values widened to fp32, bit for bit as quant_format's definition.
+using WidenRowFn = void (*)(DType dtype, const uint8_t* row, int64_t k, float* out);
+void widen_row_scalar(DType dtype, const uint8_t* row, int64_t k, float* out);
+void widen_row_avx2(DType dtype, const uint8_t* row, int64_t k, float* out);
+void widen_row_avx512(DType dtype, const uint8_t* row, int64_t k, float* out);
+
+void dot_rows_scalar(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
+                     int64_t end, const float* bias, float* y, int64_t ldy);
+void dot_rows_avx2(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
+                   int64_t end, const float* bias, float* y, int64_t ldy);
+void dot_rows_avx512(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
+                     int64_t end, const float* bias, float* y, int64_t ldy);
+
+// What one chunk of 32 weights holds, whatever the format: value i = scale · code[i] +
+// offset, with the scale and offset of values 0-15 (index 0) and 16-31 (index 1)
+// (quant_chunk.h).
+struct ChunkScales {
+  float scale[2];
+  float offset[2];
+};
+
+}  // namespace hark::quant

@@ -1,0 +1,144 @@
+#include "core/cpu/quant_gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu/gemm.h"
+#include "core/cpu/quant_dot.h"
+#include "core/quant_format.h"
+
+namespace hark {
+namespace {
+
+struct IsaChoice {
+  const char* name;
+  quant::DotRowsFn dot_rows;
+  quant::WidenRowFn widen_row;
+};
+
+bool cpu_has(const char* isa) {
+  const std::string name = isa;
+  if (name == "scalar") return true;
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (name == "avx2") return avx2;
+  if (name == "avx512-vnni")
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return false;
+}
+
+constexpr IsaChoice kIsas[] = {{"avx512-vnni", quant::dot_rows_avx512, quant::widen_row_avx512},
+                               {"avx2", quant::dot_rows_avx2, quant::widen_row_avx2},
+                               {"scalar", quant::dot_rows_scalar, quant::widen_row_scalar}};
+
+const IsaChoice* best_isa() {
+  for (const IsaChoice& isa : kIsas)
+    if (cpu_has(isa.name)) return &isa;
+  return &kIsas[2];
+}
+
+std::atomic<const IsaChoice*> g_isa{nullptr};
+
+const IsaChoice& current_isa() {
+  const IsaChoice* isa = g_isa.load(std::memory_order_acquire);
+  if (!isa) {
+    isa = best_isa();
+    g_isa.store(isa, std::memory_order_release);
+  }
+  return *isa;
+}
+
+// Activation blocks for up to kQuantGemvMaxRows rows, reused between calls on this thread.
+struct ActivationBuffers {
+  std::vector<int8_t> q;
+  std::vector<float> d, half_sums;
+  std::vector<int32_t> lanes;
+
+  quant::ActivationBlocks quantize(const float* x, int64_t m, int64_t k) {
+    q.resize(m * k);
+    d.resize(m * k / quant::kBlock);
+    half_sums.resize(2 * m * k / quant::kBlock);
+    lanes.resize(8 * m * k / quant::kBlock);
+    quant::quantize_activations(x, m, k, q.data(), d.data(), half_sums.data(), lanes.data());
+    return {m, k, q.data(), d.data(), half_sums.data(), lanes.data()};
+  }
+};
+
+void integer_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
+                      float* y, int64_t ldy) {
+  thread_local ActivationBuffers buffers;
+  const int64_t n = w.dim(0);
+  const size_t row_bytes = dtype_nbytes(w.dtype(), k);
+  const auto* weights = static_cast<const uint8_t*>(w.raw());
+  const quant::DotRowsFn dot_rows = current_isa().dot_rows;
+  for (int64_t first = 0; first < m; first += kQuantGemvMaxRows) {
+    const int64_t rows = std::min(kQuantGemvMaxRows, m - first);
+    const quant::ActivationBlocks xq = buffers.quantize(x + first * k, rows, k);
+    float* ys = y + first * ldy;
+    pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+      dot_rows(w.dtype(), xq, weights, row_bytes, begin, end, bias, ys, ldy);
+    }, 64);
+  }
+}
+
+// Larger products: each task widens a panel of weight rows to fp32 in its own buffer and
+// multiplies all rows of x with it, writing a column block of y.
+void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
+                    float* y, int64_t ldy) {
+  const int64_t n = w.dim(0), threads = pool.size();
+  const size_t row_bytes = dtype_nbytes(w.dtype(), k);
+  const auto* weights = static_cast<const uint8_t*>(w.raw());
+  const quant::WidenRowFn widen_row = current_isa().widen_row;
+  int64_t panels = threads;
+  while ((n + panels - 1) / panels > 256) panels += threads;
+  const int64_t panel_rows = ((n + panels - 1) / panels + 15) / 16 * 16;
+  panels = (n + panel_rows - 1) / panel_rows;
+  if (bias)
+    for (int64_t i = 0; i < m; ++i) std::memcpy(y + i * ldy, bias, n * sizeof(float));
+  pool.parallel_for(panels, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> panel;
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t r0 = p * panel_rows, r1 = std::min(n, r0 + panel_rows);
+      panel.resize((r1 - r0) * k);
+      for (int64_t r = r0; r < r1; ++r)
+        widen_row(w.dtype(), weights + r * row_bytes, k, panel.data() + (r - r0) * k);
+      sgemm_serial(Trans::No, Trans::Yes, m, r1 - r0, k, 1.0f, x, k, panel.data(), k, bias ? 1.0f : 0.0f, y + r0,
+                   ldy);
+    }
+  });
+}
+
+}  // namespace
+
+void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias, float* y,
+                  int64_t ldy) {
+  if (w.rank() != 2 || w.dim(1) != k || k % dtype_block_elems(w.dtype()) != 0)
+    throw Error(ErrorCode::Internal, "[cpu] quantized product of " + std::to_string(k) + " values with " + w.describe());
+  if (m <= 2 * kQuantGemvMaxRows)
+    integer_products(pool, x, m, k, w, bias, y, ldy);
+  else
+    panel_products(pool, x, m, k, w, bias, y, ldy);
+}
+
+void quant_dot_serial(const float* x, int64_t k, DType dtype, const uint8_t* w, size_t row_bytes, int64_t n, float* y) {
+  thread_local ActivationBuffers buffers;
+  const quant::ActivationBlocks xq = buffers.quantize(x, 1, k);
+  current_isa().dot_rows(dtype, xq, w, row_bytes, 0, n, nullptr, y, n);
+}
+
+const char* quant_isa() { return current_isa().name; }
+
+bool set_quant_isa(const std::string& name) {
+  for (const IsaChoice& isa : kIsas) {
+    if (name == isa.name && cpu_has(isa.name)) {
+      g_isa.store(&isa, std::memory_order_release);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace hark
