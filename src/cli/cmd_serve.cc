@@ -13,6 +13,7 @@
 #include "audio/audio.h"
 #include "cli/commands.h"
 #include "cli/compute_type.h"
+#include "core/backend.h"
 #include "hark/engine.h"
 #include "hark/error.h"
 #include "hub/discovery.h"
@@ -62,7 +63,7 @@ class DrainWatchdog {
 
 struct ServeFlags {
   std::string model;
-  std::string device = "auto";  // one device, or a GPU list (parsed, not served yet)
+  std::string device = "auto";  // one device, or a GPU list (one engine worker each)
   int threads = 0;
   std::string compute_type = "auto";
   int max_batch = 0;     // 0: auto (16 on the CPU, 64 on a GPU); 1: one job at a time
@@ -104,15 +105,17 @@ serve::AudioDecoder audio_decoder(double max_audio_sec, size_t max_bytes) {
   };
 }
 
-// One device for now: several GPUs in one process (one engine worker each) are parsed and
-// validated here, but the worker pool is not built yet (docs/deploy.md, "Several GPUs").
-std::string single_device(const std::string& text) {
+// The engine workers' devices: one, or one per listed GPU (cuda:all: every visible GPU),
+// each worker with its own copy of the model.
+std::vector<std::string> serve_devices(const std::string& text) {
   auto selection = serve::parse_device_selection(text);
-  if (selection.several())
-    throw Error(ErrorCode::Unavailable,
-                "[serve] --device " + text + ": one engine worker per GPU in one process is not available yet; run one "
-                "`hark serve --device cuda:N --port P --instance-id ID` per GPU behind nginx (docs/deploy.md)");
-  return selection.devices.front();
+  if (!selection.all_gpus) return selection.devices;
+  const int count = cuda_device_count();
+  if (count <= 0)
+    throw Error(ErrorCode::Unavailable, "[serve] --device cuda:all: no CUDA GPU is visible; use --device cpu");
+  std::vector<std::string> devices;
+  for (int i = 0; i < count; ++i) devices.push_back("cuda:" + std::to_string(i));
+  return devices;
 }
 
 // Waits for SIGINT/SIGTERM: the first starts the drain, the second ends it now.
@@ -137,8 +140,8 @@ void handle_signals(serve::Server& server, double drain_timeout, serve::DrainRep
 }
 
 void run_server(ServeFlags flags) {
-  flags.device = single_device(flags.device);
-  check_compute_type_for_device(flags.compute_type, flags.device);
+  const std::vector<std::string> devices = serve_devices(flags.device);
+  check_compute_type_for_device(flags.compute_type, devices.front());
   if (flags.model.empty()) flags.model = default_model();
   auto& o = flags.server;
   o.model_name = flags.model.empty() ? "whisper" : flags.model;
@@ -153,7 +156,12 @@ void run_server(ServeFlags flags) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  serve::ServerDeps deps{engine_factory(flags), audio_decoder(o.max_audio_sec, o.max_upload_bytes)};
+  serve::ServerDeps deps{{}, audio_decoder(o.max_audio_sec, o.max_upload_bytes), {}};
+  for (const std::string& device : devices) {
+    ServeFlags one = flags;
+    one.device = device;
+    deps.device_engines.emplace_back(device, engine_factory(one));
+  }
   serve::Server server(o, deps);
   int port = server.start();
   std::fprintf(stderr, "hark: serving %s on http://%s:%d as instance %s (Ctrl-C drains and stops)\n",
@@ -183,7 +191,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", o.host, "address to bind (127.0.0.1 = this machine only)")->capture_default_str();
   cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health (or $HARK_API_KEY)");
-  cmd->add_option("--device", flags->device, "cpu | cuda | cuda:N | auto (GPU lists cuda:0,cuda:1 / cuda:all: planned)")
+  cmd->add_option("--device", flags->device, "cpu | cuda | cuda:N | auto, or GPUs cuda:0,cuda:1 | cuda:all: one engine worker (and model copy) per GPU")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "compute threads for the engine (0 = all cores)")->capture_default_str();
   add_compute_type_option(cmd, flags->compute_type);

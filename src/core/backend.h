@@ -178,6 +178,7 @@ struct BackendOptions {
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
 bool cuda_available();
+int cuda_device_count();  // visible GPUs (0 without CUDA)
 std::unique_ptr<Backend> make_cuda_backend(int device_index, const BackendOptions& options = {});
 
 // "cpu", "cuda", "cuda:N" or "auto" (CUDA when a GPU is present, else CPU).

@@ -126,7 +126,7 @@ DrainReport Server::Impl::drain() {
   stop_cv.notify_all();
   if (janitor_thread.joinable()) janitor_thread.join();
   close_sessions(sessions.take_all());  // any opened while the drain began
-  worker.shutdown();
+  for (auto& w : workers) w->shutdown();
   report.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   log_line("drained", {{"seconds", std::round(report.seconds * 10) / 10}, {"cancelled", report.cancelled}});
   return report;

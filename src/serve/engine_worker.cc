@@ -85,6 +85,11 @@ void EngineWorker::unpin() {
   wake_.notify_all();
 }
 
+int EngineWorker::pinned() const {
+  std::lock_guard lock(mutex_);
+  return pins_;
+}
+
 ResidencyCounters EngineWorker::counters() const {
   std::lock_guard lock(mutex_);
   return counters_;

@@ -80,6 +80,7 @@ class EngineWorker {
   // Open streaming sessions pin the engine: their StreamingRun refers to it.
   void pin();
   void unpin();
+  int pinned() const;  // open sessions held by this worker
 
   ResidencyCounters counters() const;
   size_t queue_depth() const;   // jobs waiting to start

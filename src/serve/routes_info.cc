@@ -1,4 +1,6 @@
 // GET /, /v1, /v1/models, /health, /stats, /metrics and POST /admin/transcription/unload.
+#include <algorithm>
+
 #include "serve/server_impl.h"
 #include "serve/web_page.h"
 
@@ -14,6 +16,50 @@ nlohmann::json batch_json(const BatchStats& b) {
 }
 
 }  // namespace
+
+size_t Server::Impl::queue_depth() const {
+  size_t n = 0;
+  for (const auto& w : workers) n += w->queue_depth();
+  return n;
+}
+
+size_t Server::Impl::jobs_running() const {
+  size_t n = 0;
+  for (const auto& w : workers) n += w->running_jobs();
+  return n;
+}
+
+BatchStats Server::Impl::batch_stats() const {
+  BatchStats sum;
+  for (const auto& w : workers) {
+    const BatchStats b = w->batch_stats();
+    sum.max_rows = std::max(sum.max_rows, b.max_rows);
+    sum.row_capacity += b.row_capacity, sum.rows_active += b.rows_active;
+    sum.groups_waiting += b.groups_waiting, sum.windows_waiting += b.windows_waiting;
+    sum.steps += b.steps, sum.rows_stepped += b.rows_stepped, sum.prefills += b.prefills;
+    sum.encoder_calls += b.encoder_calls, sum.windows_encoded += b.windows_encoded;
+    sum.step_seconds += b.step_seconds, sum.gather_seconds += b.gather_seconds;
+    sum.prefill_seconds += b.prefill_seconds, sum.encode_seconds += b.encode_seconds;
+  }
+  return sum;
+}
+
+std::string Server::Impl::device_gauges() const {
+  std::string out;
+  auto family = [&](const char* name, const char* help, auto value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    for (size_t i = 0; i < workers.size(); ++i)
+      out += std::string(name) + "{device=\"" + worker_devices[i] + "\"} " + std::to_string(value(*workers[i])) + "\n";
+  };
+  family("hark_device_queue_depth", "Jobs waiting for this device's engine worker.",
+         [](const EngineWorker& w) { return w.queue_depth(); });
+  family("hark_device_jobs_running", "Jobs running on this device.", [](const EngineWorker& w) { return w.running_jobs(); });
+  family("hark_device_sessions_open", "Streaming sessions held by this device.",
+         [](const EngineWorker& w) { return w.pinned(); });
+  family("hark_device_model_resident", "1 while this device holds the weights.",
+         [](const EngineWorker& w) { return w.counters().resident ? 1 : 0; });
+  return out;
+}
 
 void Server::Impl::install_info_routes() {
   using json = nlohmann::json;
@@ -55,7 +101,8 @@ void Server::Impl::install_info_routes() {
     res.set_content(json{{"status", draining ? "draining" : "ok"},
                          {"instance", instance_id},
                          {"model", options.model_name},
-                         {"transcription", residency_json()}}
+                         {"transcription", residency_json()},
+                         {"devices", devices_json()}}
                         .dump(),
                     "application/json");
   });
@@ -70,30 +117,32 @@ void Server::Impl::install_info_routes() {
           {"started_at", std::chrono::duration_cast<std::chrono::seconds>(started_at.time_since_epoch()).count()},
           {"uptime_sec", uptime}}},
         {"transcription", residency_json()},
-        {"queue", {{"depth", worker.queue_depth()}, {"running", worker.running_jobs()}, {"in_flight", in_flight.load()},
+        {"queue", {{"depth", queue_depth()}, {"running", jobs_running()}, {"in_flight", in_flight.load()},
                    {"max", options.max_queue}}},
-        {"batch", batch_json(worker.batch_stats())},
+        {"batch", batch_json(batch_stats())},
+        {"devices", devices_json()},
         {"sessions", {{"open", sessions.open_count()}, {"max", options.max_sessions}}},
         {"audio_seconds", metrics.audio_seconds()},
         {"http_requests", metrics.requests_total()}};
     res.set_content(stats.dump(), "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    auto c = worker.counters();
+    const json c = residency_json();
     LiveGauges live;
-    live.queue_depth = worker.queue_depth();
-    live.jobs_running = worker.running_jobs();
-    live.batch = worker.batch_stats();
+    live.queue_depth = queue_depth();
+    live.jobs_running = jobs_running();
+    live.batch = batch_stats();
     live.sessions_open = sessions.open_count();
     live.requests_in_flight = in_flight.load();
-    live.model_resident = c.resident;
-    live.model_loads = c.loads;
-    live.model_unloads = c.unloads;
-    live.last_load_ms = c.last_load_ms;
-    res.set_content(metrics.render_prometheus(live), "text/plain; version=0.0.4; charset=utf-8");
+    live.model_resident = c["resident"].get<bool>();
+    live.model_loads = c["loads"].get<uint64_t>();
+    live.model_unloads = c["unloads"].get<uint64_t>();
+    live.last_load_ms = c["last_load_ms"].get<double>();
+    res.set_content(metrics.render_prometheus(live) + device_gauges(), "text/plain; version=0.0.4; charset=utf-8");
   });
   http.Post("/admin/transcription/unload", [this](const httplib::Request&, httplib::Response& res) {
-    bool unloaded = worker.unload_now();
+    bool unloaded = false;
+    for (auto& w : workers) unloaded = w->unload_now() || unloaded;
     res.set_content(residency_json(unloaded).dump(), "application/json");
   });
 }

@@ -77,7 +77,7 @@ std::future<void> Server::Impl::session_job(const std::shared_ptr<Session>& s, s
   if (s->closing || s->closed) throw closed_error(s->id);
   ++s->jobs_in_flight;
   auto ran = std::make_shared<bool>(false);
-  auto done = worker.submit(
+  auto done = s->worker->submit(
       [s, ran, fn = std::move(fn)](JobContext& ctx) {
         std::unique_lock job_lock(s->mutex);
         *ran = true;
@@ -101,11 +101,11 @@ std::future<void> Server::Impl::close_session(const std::shared_ptr<Session>& s,
   std::lock_guard lock(s->mutex);
   if (s->closing) return {};
   s->closing = true;
-  return worker.submit(
-      [this, s](JobContext&) {
+  return s->worker->submit(
+      [s](JobContext&) {
         std::unique_lock job_lock(s->mutex);
         s->settled.wait(job_lock, [&] { return s->jobs_in_flight == 0; });
-        if (s->run) worker.unpin();
+        if (s->run) s->worker->unpin();
         s->run.reset();
         s->closed = true;
       },
@@ -141,6 +141,7 @@ void Server::Impl::open_session(const httplib::Request& req, httplib::Response& 
   if (params.format != ResponseFormat::Json && params.format != ResponseFormat::VerboseJson)
     throw bad_request("[serve] field 'response_format' of a session must be json or verbose_json");
   auto session = sessions.create(std::move(params));
+  session->worker = &least_loaded();
   auto model = std::make_shared<std::string>();
   auto opened = session_job(
       session,
@@ -150,7 +151,7 @@ void Server::Impl::open_session(const httplib::Request& req, httplib::Response& 
         RunHooks hooks;
         hooks.cancel = session->cancel.get();
         session->run = engine.stream(session->params.options, hooks);
-        worker.pin();
+        session->worker->pin();
       },
       false);
   try {
@@ -223,7 +224,7 @@ void Server::Impl::finish_session(const httplib::Request& req, httplib::Response
         info->queue_ms = ctx.queue_ms();
         info->model = ctx.engine().model_name();
         session->run.reset();
-        worker.unpin();
+        session->worker->unpin();
         sessions.mark_finished(*session);
       },
       true);

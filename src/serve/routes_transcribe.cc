@@ -120,7 +120,7 @@ void Server::Impl::install_transcribe_routes() {
         res.set_header("Connection", "close");  // the body may be partly unread
         return send_error(res, to_api_error(std::current_exception()));
       }
-      auto done = worker.submit(
+      auto done = least_loaded().submit(
           [job](JobContext& ctx) {
             try {
               run_transcription(*job, ctx);

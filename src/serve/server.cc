@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -98,8 +100,25 @@ Server::Impl::Impl(ServerOptions o, ServerDeps d)
     : options(std::move(o)),
       deps(std::move(d)),
       log(make_logger(options)),
-      worker(deps.engine_factory, options.residency, &metrics, options.max_queue),
-      sessions(options.max_sessions, options.session_idle_sec) {}
+      sessions(options.max_sessions, options.session_idle_sec) {
+  if (deps.device_engines.empty()) deps.device_engines.emplace_back("default", deps.engine_factory);
+  for (auto& [device, factory] : deps.device_engines) {
+    workers.push_back(std::make_unique<EngineWorker>(factory, options.residency, &metrics, options.max_queue));
+    worker_devices.push_back(device);
+  }
+}
+
+EngineWorker& Server::Impl::least_loaded() {
+  // Queued and running jobs plus open sessions (a session's chunks come back to its
+  // worker); ties go to the first device.
+  EngineWorker* best = workers.front().get();
+  size_t best_load = SIZE_MAX;
+  for (auto& w : workers) {
+    const size_t load = w->queue_depth() + w->running_jobs() + static_cast<size_t>(w->pinned());
+    if (load < best_load) best = w.get(), best_load = load;
+  }
+  return *best;
+}
 
 void Server::Impl::log_line(const std::string& event, const nlohmann::json& fields) const {
   if (options.log_format == "json") {
@@ -185,9 +204,31 @@ std::vector<float> Server::Impl::decode(std::string_view bytes, const std::strin
 }
 
 nlohmann::json Server::Impl::residency_json(bool unloaded) const {
-  auto c = worker.counters();
+  ResidencyCounters c;
+  for (const auto& w : workers) {
+    auto one = w->counters();
+    c.resident = c.resident || one.resident;
+    c.loads += one.loads, c.unloads += one.unloads, c.requests += one.requests;
+    c.last_load_ms = std::max(c.last_load_ms, one.last_load_ms);
+    c.idle_unload_sec = one.idle_unload_sec;
+  }
   return {{"unloaded", unloaded}, {"resident", c.resident}, {"loads", c.loads}, {"unloads", c.unloads},
           {"requests", c.requests}, {"last_load_ms", c.last_load_ms}, {"idle_unload_sec", c.idle_unload_sec}};
+}
+
+nlohmann::json Server::Impl::devices_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < workers.size(); ++i) {
+    auto c = workers[i]->counters();
+    out.push_back({{"device", worker_devices[i]},
+                   {"resident", c.resident},
+                   {"loads", c.loads},
+                   {"requests", c.requests},
+                   {"queue_depth", workers[i]->queue_depth()},
+                   {"running", workers[i]->running_jobs()},
+                   {"sessions", workers[i]->pinned()}});
+  }
+  return out;
 }
 
 void Server::Impl::install_routes() {

@@ -54,6 +54,9 @@ struct DrainReport {
 struct ServerDeps {
   EngineFactory engine_factory;
   AudioDecoder decode_audio;
+  // One engine worker per entry (device name, its engine), each with its own copy of the
+  // model: `hark serve --device cuda:0,cuda:1`. Empty: one worker on engine_factory.
+  std::vector<std::pair<std::string, EngineFactory>> device_engines;
 };
 
 class Server {

@@ -29,7 +29,11 @@ struct Server::Impl {
   ServerDeps deps;
   std::shared_ptr<spdlog::logger> log;
   Metrics metrics;
-  EngineWorker worker;
+  // One engine worker per device (one unless --device lists several GPUs). A
+  // transcription goes to the least loaded; a session stays on the one it opened on.
+  std::vector<std::unique_ptr<EngineWorker>> workers;
+  std::vector<std::string> worker_devices;
+  EngineWorker& least_loaded();
   SessionRegistry sessions;
   httplib::Server http;
   std::thread listen_thread, janitor_thread;
@@ -90,7 +94,14 @@ struct Server::Impl {
   std::vector<float> decode(std::string_view bytes, const std::string& name_hint,
                             const std::string& content_type) const;
   void send_error(httplib::Response& res, const ApiError& error) const;
-  nlohmann::json residency_json(bool unloaded = false) const;
+  nlohmann::json residency_json(bool unloaded = false) const;  // all workers together
+  nlohmann::json devices_json() const;                         // per worker
+  // Every worker together (routes_info.cc).
+  size_t queue_depth() const;
+  size_t jobs_running() const;
+  BatchStats batch_stats() const;
+  // Prometheus lines per device: queue depth, running jobs, open sessions, weights resident.
+  std::string device_gauges() const;
   void log_line(const std::string& event, const nlohmann::json& fields) const;
 };
 

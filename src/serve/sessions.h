@@ -30,8 +30,11 @@ struct PendingAudio {
   void drop_before(size_t take_index);  // once a segment up to take_index is final
 };
 
+class EngineWorker;
+
 struct Session {
   std::string id;
+  EngineWorker* worker = nullptr;  // the worker (device) holding the session's state
   TranscribeRequest params;
   // Held by the worker job that uses the fields below, and while a job is submitted.
   std::mutex mutex;

@@ -64,6 +64,11 @@ const Module& module() {
 
 }  // namespace
 
+int cuda_device_count() {
+  const Module& m = module();
+  return m.device_count ? m.device_count() : 0;
+}
+
 bool cuda_available() {
   const Module& m = module();
   return m.device_count && m.device_count() > 0;
