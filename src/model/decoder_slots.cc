@@ -109,19 +109,8 @@ void WhisperModel::free_rows(DecoderState& state, int first, int count) {
 
 Tensor WhisperModel::decode_rows(DecoderState& state, int first, int count, std::span<const int32_t> tokens,
                                  int n_new) {
-  const HParams& hp = hparams();
   check_run(state, first, count);
-  if (n_new < 1 || static_cast<int64_t>(tokens.size()) != static_cast<int64_t>(count) * n_new)
-    throw Error(ErrorCode::InvalidArgument, "[decoder] expected " + std::to_string(count) + " x " +
-                                                std::to_string(n_new) + " tokens, got " + std::to_string(tokens.size()));
-  for (int r = first; r < first + count; ++r)
-    if (state.lengths_[r] + n_new > hp.n_text_ctx)
-      throw Error(ErrorCode::InvalidArgument, "[decoder] sequence would exceed the text context of " +
-                                                  std::to_string(hp.n_text_ctx) + " tokens");
-  for (int32_t id : tokens)
-    if (id < 0 || id >= hp.n_vocab)
-      throw Error(ErrorCode::InvalidArgument, "[embedding] token id " + std::to_string(id) +
-                                                  " outside the vocabulary of " + std::to_string(hp.n_vocab));
+  validate_step(state, tokens, n_new, first, count);
   stage_inputs(state, tokens, first, count);
   Tensor logits = decoder_forward(state, n_new, false, nullptr, first, count);
   Tensor result = backend_->to_host(logits);

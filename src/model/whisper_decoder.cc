@@ -56,13 +56,14 @@ std::unique_ptr<DecoderState> WhisperModel::new_state(std::vector<std::shared_pt
   return state;
 }
 
-void WhisperModel::validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new) const {
+void WhisperModel::validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new, int first,
+                                 int count) const {
   const HParams& hp = hparams();
-  const int batch = state.batch();
-  if (n_new <= 0 || static_cast<int64_t>(tokens.size()) != static_cast<int64_t>(batch) * n_new)
-    throw Error(ErrorCode::InvalidArgument, "[decoder] expected " + std::to_string(batch) + " x " +
+  if (count < 0) count = state.batch() - first;
+  if (n_new <= 0 || static_cast<int64_t>(tokens.size()) != static_cast<int64_t>(count) * n_new)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] expected " + std::to_string(count) + " x " +
                                                 std::to_string(n_new) + " tokens, got " + std::to_string(tokens.size()));
-  for (int r = 0; r < batch; ++r)
+  for (int r = first; r < first + count; ++r)
     if (state.lengths_[r] + n_new > hp.n_text_ctx)
       throw Error(ErrorCode::InvalidArgument, "[decoder] sequence would exceed the text context of " +
                                                   std::to_string(hp.n_text_ctx) + " tokens");

@@ -161,7 +161,9 @@ class WhisperModel {
   // Rows [first, first + count) only when count ≥ 0 (a group's prefill in a slot state).
   Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture,
                          int first = 0, int count = -1);
-  void validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new) const;
+  // Rows [first, first + count) take n_new tokens each (count < 0: every row from first).
+  void validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new, int first = 0,
+                     int count = -1) const;
   void stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first = 0, int count = -1);
 
   std::shared_ptr<const Checkpoint> checkpoint_;

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
@@ -49,11 +48,6 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
   // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "all") wide_in_lt_ = false;
-  // Or only the MLP's first product (its layer norm then fused too), the second in cuBLASLt.
-  if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "up") up_in_lt_ = false;
-  // The final layer norm fused into the logits product as well (measurement switch).
-  if (const char* env = std::getenv("HARK_CUDA_FUSE_LOGITS_NORM"); env && std::string(env) == "1")
-    max_fused_columns_ = std::numeric_limits<int64_t>::max();
 }
 
 std::string CudaBackend::name() const {
@@ -152,8 +146,7 @@ bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
   // kernels beat gemv.cu on the MLP's wide products, 7.4 µs against 14.7 (5120 × 1280
   // with the norm fused: 12.4 with a separate norm) and 11.1 against 13.6 (1280 × 5120);
   // gemv.cu wins on the square 1280 × 1280 ones and on the logits.
-  if (!wide_in_lt_ || m > cuda::kGemvMaxRows) return false;
-  return k >= 4096 || (up_in_lt_ && n >= 4096 && n <= 8192);
+  return wide_in_lt_ && m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
 }
 
 void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) {
@@ -217,8 +210,11 @@ void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> 
 bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
                             const Tensor* bias, Tensor& y, Epilogue epilogue) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
-  // Up to max_fused_columns_ (see there).
-  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > max_fused_columns_ || lt_for_few_rows_ ||
+  // Every block of the product normalises the rows again: worth it for the layers' few
+  // hundred blocks, not for the logits' thousands (fusing it there measured 0.343 ms per
+  // step against 0.324 with a separate norm, docs/benchmarks.md).
+  constexpr int64_t kMaxFusedColumns = 8192;
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
       prefers_lt(m, n, k))
     return false;
   const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),

@@ -125,15 +125,12 @@ class CudaBackend final : public Backend {
 
   bool graphs_enabled_ = true;
   bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too
-  bool up_in_lt_ = true;          // HARK_CUDA_GEMV=up: the MLP's first one only
-  // Every block of a fused product normalises the rows again: worth it for the layers'
-  // few hundred blocks; the logits' thousands measured better with a separate norm.
-  int64_t max_fused_columns_ = 8192;
   bool lt_for_few_rows_ = false;  // HARK_CUDA_GEMV=lt: cuBLASLt for decoder steps too (measurements)
   std::map<uint64_t, std::unique_ptr<Replay>> replays_;
   // While a step is measured or recorded, alloc() serves it from this arena: first fit
   // over the blocks its tensors gave back, so a step needs its peak of live memory, not
-  // the sum of its temporaries (an encoder window allocates ~1 GB in all, ~60 MB at once).
+  // the sum of its temporaries (an encoder window: about 1.2 GB in all,
+  // about 50 MB at once, computed from the shapes).
   // Reuse is safe within a step: its kernels run in stream order, on a recording too.
   struct Arena {
     char* base = nullptr;

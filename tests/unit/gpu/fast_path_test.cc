@@ -131,26 +131,34 @@ TEST_P(FastPath, WithinTwoTokensOfTheReferencePath) {
                 size.c_str(), compute.c_str(), min_margin, worst_abs, distance);
 }
 
-TEST_P(FastPath, RecordedStepsEqualDirectSteps) {
-  const auto [size, compute] = GetParam();
+// Two models of one checkpoint on the GPU: one that launches every kernel as it comes
+// (HARK_CUDA_GRAPHS=0) and one that records steps and windows as CUDA graphs.
+std::pair<std::unique_ptr<WhisperModel>, std::unique_ptr<WhisperModel>> direct_and_recorded(const std::string& size,
+                                                                                             const std::string& compute) {
   auto ckpt = synthetic(size);
   setenv("HARK_CUDA_GRAPHS", "0", 1);
-  WhisperModel direct(ckpt, make_cuda_backend(0, {.threads = 0, .compute_type = compute}));
+  auto direct = std::make_unique<WhisperModel>(ckpt, make_cuda_backend(0, {.threads = 0, .compute_type = compute}));
   unsetenv("HARK_CUDA_GRAPHS");
-  WhisperModel recorded(ckpt, make_cuda_backend(0, {.threads = 0, .compute_type = compute}));
-  ASSERT_TRUE(recorded.backend().records_replays());
-  ASSERT_FALSE(direct.backend().records_replays());
-  const Tensor mel = window_mel(size, direct.hparams().n_mels);
+  auto recorded = std::make_unique<WhisperModel>(ckpt, make_cuda_backend(0, {.threads = 0, .compute_type = compute}));
+  EXPECT_FALSE(direct->backend().records_replays());
+  EXPECT_TRUE(recorded->backend().records_replays());
+  return {std::move(direct), std::move(recorded)};
+}
+
+TEST_P(FastPath, RecordedStepsEqualDirectSteps) {
+  const auto [size, compute] = GetParam();
+  auto [direct, recorded] = direct_and_recorded(size, compute);
+  const Tensor mel = window_mel(size, direct->hparams().n_mels);
   // Two windows in a row: the second reuses the first state's buffers (and graph).
   for (int window = 0; window < 2; ++window) {
-    auto a = direct.prepare_audio(mel), b = recorded.prepare_audio(mel);
-    auto sa = direct.new_state(a), sb = recorded.new_state(b);
+    auto a = direct->prepare_audio(mel), b = recorded->prepare_audio(mel);
+    auto sa = direct->new_state(a), sb = recorded->new_state(b);
     std::vector<int32_t> input = {50258, 50259, 50359, 50363};
     for (int i = 0; i < 12; ++i) {
-      Tensor la = direct.decode(*sa, input, static_cast<int>(input.size()));
-      Tensor lb = recorded.decode(*sb, input, static_cast<int>(input.size()));
+      Tensor la = direct->decode(*sa, input, static_cast<int>(input.size()));
+      Tensor lb = recorded->decode(*sb, input, static_cast<int>(input.size()));
       ASSERT_EQ(test::max_abs_diff(la, lb), 0.0) << "window " << window << " step " << i;
-      input = {argmax(la, 0, direct.hparams().n_vocab)};
+      input = {argmax(la, 0, direct->hparams().n_vocab)};
     }
   }
 }
@@ -160,22 +168,18 @@ TEST_P(FastPath, RecordedStepsEqualDirectSteps) {
 // and each bit for bit what the direct path computes.
 TEST_P(FastPath, RecordedEncoderEqualsDirectEncoder) {
   const auto [size, compute] = GetParam();
-  auto ckpt = synthetic(size);
-  setenv("HARK_CUDA_GRAPHS", "0", 1);
-  WhisperModel direct(ckpt, make_cuda_backend(0, {.threads = 0, .compute_type = compute}));
-  unsetenv("HARK_CUDA_GRAPHS");
-  WhisperModel recorded(ckpt, make_cuda_backend(0, {.threads = 0, .compute_type = compute}));
-  const Tensor a = window_mel(size, direct.hparams().n_mels);
+  auto [direct, recorded] = direct_and_recorded(size, compute);
+  const Tensor a = window_mel(size, direct->hparams().n_mels);
   Tensor b = a.clone();
   for (int64_t i = 0; i < b.numel(); i += 5) b.data<float>()[i] *= 0.25f;
   std::vector<std::shared_ptr<const AudioContext>> kept;  // earlier windows must stay intact
   for (const Tensor* mel : std::vector<const Tensor*>{&a, &b, &a, &b}) {
-    auto x = direct.prepare_audio(*mel), y = recorded.prepare_audio(*mel);
+    auto x = direct->prepare_audio(*mel), y = recorded->prepare_audio(*mel);
     kept.push_back(y);
-    EXPECT_EQ(test::max_abs_diff(direct.backend().to_host(x->features), recorded.backend().to_host(y->features)), 0.0);
-    EXPECT_EQ(test::max_abs_diff(direct.backend().to_host(x->cross_kv), recorded.backend().to_host(y->cross_kv)), 0.0);
+    EXPECT_EQ(test::max_abs_diff(direct->backend().to_host(x->features), recorded->backend().to_host(y->features)), 0.0);
+    EXPECT_EQ(test::max_abs_diff(direct->backend().to_host(x->cross_kv), recorded->backend().to_host(y->cross_kv)), 0.0);
   }
-  Backend& be = recorded.backend();
+  Backend& be = recorded->backend();
   EXPECT_EQ(test::max_abs_diff(be.to_host(kept[0]->cross_kv), be.to_host(kept[2]->cross_kv)), 0.0);
   EXPECT_GT(test::max_abs_diff(be.to_host(kept[0]->cross_kv), be.to_host(kept[1]->cross_kv)), 0.0);
 }

@@ -168,12 +168,25 @@ inline std::vector<float> fake_decode(std::string_view bytes, const std::string&
   return out;
 }
 
+// A quiet server on a free loopback port, and a client for it.
+inline ServerOptions loopback(ServerOptions o) {
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.log_level = "off";
+  return o;
+}
+
+inline httplib::Client loopback_client(int port, const std::string& api_key = "") {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(30, 0);
+  if (!api_key.empty()) c.set_bearer_token_auth(api_key.c_str());
+  return c;
+}
+
 class ServerFixture : public ::testing::Test {
  protected:
   void start_server(ServerOptions o = {}) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.log_level = "off";
+    o = loopback(std::move(o));
     ServerDeps deps;
     deps.engine_factory = [this]() -> std::unique_ptr<Engine> {
       if (stats.fail_open) throw Error(ErrorCode::NotFound, "[hub] model 'tiny' is not downloaded; run `hark get tiny`");
@@ -187,12 +200,7 @@ class ServerFixture : public ::testing::Test {
   void TearDown() override {
     if (server) server->stop();
   }
-  httplib::Client client(std::string api_key = "") {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(30, 0);
-    if (!api_key.empty()) c.set_bearer_token_auth(api_key.c_str());
-    return c;
-  }
+  httplib::Client client(std::string api_key = "") { return loopback_client(port, api_key); }
   FakeEngineStats stats;
   std::unique_ptr<Server> server;
   int port = 0;

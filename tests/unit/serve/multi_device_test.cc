@@ -17,26 +17,19 @@ std::string pcm_seconds(double seconds) { return std::string(static_cast<size_t>
 
 class MultiDevice : public ::testing::Test {
  protected:
-  void start_server(ServerOptions o = {}) {
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.log_level = "off";
+  void start_server() {
     ServerDeps deps;
     deps.decode_audio = fake_decode;
     for (int i = 0; i < 2; ++i)
       deps.device_engines.emplace_back("gpu" + std::to_string(i),
                                        [this, i]() -> std::unique_ptr<Engine> { return std::make_unique<FakeEngine>(stats[i]); });
-    server = std::make_unique<Server>(o, deps);
+    server = std::make_unique<Server>(loopback({}), deps);
     port = server->start();
   }
   void TearDown() override {
     if (server) server->stop();
   }
-  httplib::Client client() {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(30, 0);
-    return c;
-  }
+  httplib::Client client() { return loopback_client(port); }
   json post(const std::string& path, const std::string& body, const std::string& type) {
     auto r = client().Post(path, body, type);
     EXPECT_TRUE(r);
