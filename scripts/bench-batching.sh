@@ -6,7 +6,11 @@
 #   scripts/bench-batching.sh [MODEL…]       default: synthetic:tiny synthetic:base
 #   env: HARK=build/bin/hark CONCURRENCY=8 REQUESTS=32 ROUNDS=2 THREADS=2 DEVICE=cpu
 #        CLIP_SECONDS="5 8 11 14 17 20 24 30" EXTRA_SERVE="" (e.g. "--compute-type f16")
-#        OUT=/tmp/hark-bench-batching
+#        OUT=/tmp/hark-bench-batching WARMUP=2
+#        SERVERS="1 0" (the --max-batch values compared; 0 = batching)
+#        DEVICES="$DEVICE" (several, e.g. "cuda:0 cuda:all", compares one GPU with all:
+#        each device list is served in turn; set WARMUP to the concurrency so that every
+#        GPU has run before the timed part)
 # Synthetic weights never say end-of-text, so every window decodes its full 224 tokens
 # (temperature 0, language given: no fallback, no detection): a decoding-heavy load.
 set -euo pipefail
@@ -17,6 +21,9 @@ requests=${REQUESTS:-32}
 rounds=${ROUNDS:-2}
 threads=${THREADS:-2}
 device=${DEVICE:-cpu}
+devices=${DEVICES:-$device}
+servers=${SERVERS:-1 0}
+warmup=${WARMUP:-2}
 out=${OUT:-/tmp/hark-bench-batching}
 models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(synthetic:tiny synthetic:base)
@@ -53,29 +60,38 @@ serve() {  # model, max_batch → sets pid and port
   echo "server did not start:"; cat "$log"; exit 1
 }
 
-printf '%-24s %-9s %5s %9s %8s %8s %8s %7s %6s %9s\n' model server round "audio_s/s" p50_ms p95_ms p99_ms wall_s errors rows/step
+printf '%-24s %-10s %-9s %5s %9s %8s %8s %8s %7s %6s %9s  %s\n' model device server round "audio_s/s" p50_ms p95_ms \
+  p99_ms wall_s errors rows/step "requests per device"
 for model in "${models[@]}"; do
   for round in $(seq 1 "$rounds"); do
-    for max_batch in 1 0; do
-      name=$([[ $max_batch == 1 ]] && echo one-at-a-time || echo batching)
-      serve "$model" "$max_batch"
-      json=$out/${model//[:\/]/_}-$name-$round.json
-      "$hark" bench --server "http://127.0.0.1:$port" --clips "$out/clips" --concurrency "$concurrency" \
-        --requests "$requests" --warmup 2 --field language=en --field temperature=0 --field response_format=json \
-        --json "$json" >/dev/null
-      get "http://127.0.0.1:$port/metrics" | grep -E '^hark_batch_(steps|rows_stepped)_total ' >"${json%.json}.metrics" || true
-      kill -TERM "$pid"
-      wait "$pid" || true
-      python3 - "$json" "$model" "$name" "$round" <<'PY'
+    for device in $devices; do
+      for max_batch in $servers; do
+        name=$([[ $max_batch == 1 ]] && echo one-at-a-time || echo batching)
+        serve "$model" "$max_batch"
+        json=$out/${model//[:\/]/_}-${device//:/_}-$name-$round.json
+        "$hark" bench --server "http://127.0.0.1:$port" --clips "$out/clips" --concurrency "$concurrency" \
+          --requests "$requests" --warmup "$warmup" --field language=en --field temperature=0 \
+          --field response_format=json --json "$json" >/dev/null
+        get "http://127.0.0.1:$port/metrics" | grep -E '^hark_batch_(steps|rows_stepped)_total ' >"${json%.json}.metrics" || true
+        get "http://127.0.0.1:$port/stats" >"${json%.json}.stats" || true
+        kill -TERM "$pid"
+        wait "$pid" || true
+        python3 - "$json" "$model" "$name" "$round" "$device" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 l = r["latency_ms"]
 m = dict(line.split() for line in open(sys.argv[1][:-5] + ".metrics"))
 steps = float(m.get("hark_batch_steps_total", 0))
 rows = f"{float(m['hark_batch_rows_stepped_total']) / steps:.1f}" if steps else "-"
-print(f"{sys.argv[2]:<24} {sys.argv[3]:<9.9} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} {l['p95']:8.0f} "
-      f"{l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}")
+try:  # requests each GPU served (warm-up included), from /stats
+    stats = json.load(open(sys.argv[1][:-5] + ".stats"))
+    spread = " ".join(f"{d['device']}={d['requests']}" for d in stats.get("devices", []))
+except (OSError, ValueError, KeyError):
+    spread = ""
+print(f"{sys.argv[2]:<24} {sys.argv[5]:<10} {sys.argv[3]:<9.9} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} "
+      f"{l['p95']:8.0f} {l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}  {spread}")
 PY
+      done
     done
   done
 done

@@ -239,10 +239,31 @@ void EngineWorker::run_job(Job& job) {
   }
   try {
     job.fn(ctx);
+    note_outcome(false);
     job.done.set_value();
+  } catch (const Error& e) {
+    // Failures of the request itself (or a cancel) say nothing about the device either way.
+    if (e.code() == ErrorCode::Internal || e.code() == ErrorCode::Unavailable || e.code() == ErrorCode::OutOfMemory)
+      note_outcome(true);
+    job.done.set_exception(std::current_exception());
   } catch (...) {
     job.done.set_exception(std::current_exception());
   }
+}
+
+void EngineWorker::note_outcome(bool fault) {
+  std::lock_guard lock(mutex_);
+  if (!fault) {
+    fault_streak_ = 0;
+    return;
+  }
+  ++fault_streak_;
+  last_fault_ = std::chrono::steady_clock::now();
+}
+
+bool EngineWorker::faulty() const {
+  std::lock_guard lock(mutex_);
+  return fault_streak_ >= kFaultStreak && std::chrono::steady_clock::now() - last_fault_ < kFaultQuarantine;
 }
 
 }  // namespace hark::serve

@@ -85,6 +85,13 @@ class EngineWorker {
   ResidencyCounters counters() const;
   size_t queue_depth() const;   // jobs waiting to start
   size_t running_jobs() const;
+  // Its last kFaultStreak jobs failed on the server's side (the device, the loader, the
+  // engine: not the request), the last less than kFaultQuarantine ago. A broken GPU fails
+  // fast, so the least loaded worker would otherwise draw all the traffic to it; the
+  // router passes it over while another works, and tries it again after the quarantine.
+  bool faulty() const;
+  static constexpr int kFaultStreak = 3;
+  static constexpr std::chrono::seconds kFaultQuarantine{30};
   // The loaded engine's batching figures (zeros when none is loaded or it does not batch).
   BatchStats batch_stats() const;
   // Runs every queued job, then stops the thread. Idempotent.
@@ -105,6 +112,7 @@ class EngineWorker {
   int concurrency() const;  // jobs that may run at once now (mutex_ held)
   Engine& ensure_loaded(double& load_ms);
   void maybe_idle_unload(std::unique_lock<std::mutex>& lock);
+  void note_outcome(bool fault);  // a job ended: a server-side failure or not
 
   EngineFactory factory_;
   ResidencyOptions options_;
@@ -120,6 +128,8 @@ class EngineWorker {
   std::vector<std::thread> job_threads_;
   bool stopping_ = false, threads_stop_ = false;
   int pins_ = 0;
+  int fault_streak_ = 0;
+  std::chrono::steady_clock::time_point last_fault_;
   // Set and reset by the dispatcher or by a job while no other job runs; read by jobs.
   std::unique_ptr<Engine> engine_;
   std::mutex load_mutex_;

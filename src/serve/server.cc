@@ -110,12 +110,16 @@ Server::Impl::Impl(ServerOptions o, ServerDeps d)
 
 EngineWorker& Server::Impl::least_loaded() {
   // Queued and running jobs plus open sessions (a session's chunks come back to its
-  // worker); ties go to the first device.
-  EngineWorker* best = workers.front().get();
+  // worker); ties go to the first device. A worker whose jobs keep failing on the server's
+  // side is passed over while another is healthy (EngineWorker::faulty).
+  EngineWorker* best = nullptr;
   size_t best_load = SIZE_MAX;
+  bool best_faulty = true;
   for (auto& w : workers) {
     const size_t load = w->queue_depth() + w->running_jobs() + static_cast<size_t>(w->pinned());
-    if (load < best_load) best = w.get(), best_load = load;
+    const bool faulty = workers.size() > 1 && w->faulty();
+    if (!best || (best_faulty && !faulty) || (faulty == best_faulty && load < best_load))
+      best = w.get(), best_load = load, best_faulty = faulty;
   }
   return *best;
 }

@@ -50,6 +50,7 @@ void reference_attention(cublasHandle_t blas, cudaStream_t stream, Tensor scores
 
 void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, bool causal,
                             int64_t causal_offset, Tensor& out, Tensor* weights) {
+  cuda::use_device(device_index_);
   const int64_t tq = q.dim(0), tk = k.dim(0), d = q.dim(1);
   // The plain op computes in fp32 whatever the activation dtype (it is the reference).
   auto f32 = [&](const Tensor& t) {
@@ -68,6 +69,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, i
 }
 
 void CudaBackend::self_attention(const Tensor& qkv, int batch, int n_heads, Tensor& out) {
+  cuda::use_device(device_index_);
   const int64_t d = out.dim(1), t = qkv.dim(0) / batch;
   if (act_ != DType::F32) {
     const int hd = head_dim(d, n_heads, "flash attention");
@@ -85,6 +87,7 @@ void CudaBackend::self_attention(const Tensor& qkv, int batch, int n_heads, Tens
 
 void CudaBackend::cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths,
                                    int n_new, int n_heads, Tensor& out) {
+  cuda::use_device(device_index_);
   const int64_t d = out.dim(1), rows = qkv.dim(0) / n_new;
   const int hd = head_dim(d, n_heads, "decoder attention");
   require_device(lengths, "the cached lengths");
@@ -105,6 +108,7 @@ int* CudaBackend::cross_counters() {
 void CudaBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
                                   std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor& out,
                                   Tensor* weights) {
+  cuda::use_device(device_index_);
   (void)row_seq_host;  // the kernels read row_seq on the device, so a recorded step stays valid
   const int64_t d = q.dim(1), rows = q.dim(0) / n_new, frames = kv.rows_per_seq, ld = kv.kv->dim(1);
   const int hd = head_dim(d, n_heads, "cross-attention");

@@ -32,7 +32,7 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   if (device_index < 0 || device_index >= count)
     throw Error(ErrorCode::InvalidArgument, "[cuda] device cuda:" + std::to_string(device_index) + " does not exist (" +
                                                 std::to_string(count) + " GPU(s) present)");
-  check(cudaSetDevice(device_index), "cudaSetDevice");
+  cuda::use_device(device_index);
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check(cublasCreate(&blas_), "cublasCreate");
   check(cublasSetStream(blas_, stream_), "cublasSetStream");
@@ -150,6 +150,7 @@ bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
 }
 
 void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  cuda::use_device(device_index_);
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
   if (act_ == DType::F32) {
     product_f32(x, w, bias, y.data<float>(), n, epilogue == Epilogue::Residual ? 1.0f : 0.0f);
@@ -203,6 +204,7 @@ const CudaBackend::Packed& CudaBackend::packed_weights(std::span<const Tensor* c
 
 void CudaBackend::linear_packed(const Tensor& x, std::span<const Tensor* const> ws,
                                 std::span<const Tensor* const> biases, Tensor& y) {
+  cuda::use_device(device_index_);
   const Packed& p = packed_weights(ws, biases);
   linear(x, p.weight, p.bias.defined() ? &p.bias : nullptr, y, Epilogue::None);
 }
@@ -230,12 +232,14 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
 
 void CudaBackend::norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
                               const Tensor* bias, Tensor& y, Epilogue epilogue) {
+  cuda::use_device(device_index_);
   if (!fuse_norm(x, gamma, beta, eps, w, bias, y, epilogue)) Backend::norm_linear(x, gamma, beta, eps, w, bias, y, epilogue);
 }
 
 void CudaBackend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                                      std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
                                      Tensor& y) {
+  cuda::use_device(device_index_);
   const Packed& p = packed_weights(ws, biases);
   const Tensor* bias = p.bias.defined() ? &p.bias : nullptr;
   if (!fuse_norm(x, gamma, beta, eps, p.weight, bias, y, Epilogue::None)) {
@@ -246,6 +250,7 @@ void CudaBackend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const
 }
 
 void CudaBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y) {
+  cuda::use_device(device_index_);
   const int64_t d = x.dim(-1);
   cuda::layer_norm(act_, x.raw(), static_cast<const float*>(resident(gamma, DType::F32)),
                    static_cast<const float*>(resident(beta, DType::F32)), y.raw(), x.numel() / d, d, eps, stream_);
@@ -253,16 +258,19 @@ void CudaBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor&
 }
 
 void CudaBackend::gelu(Tensor& x) {
+  cuda::use_device(device_index_);
   cuda::gelu(act_, x.raw(), x.numel(), stream_);
   cuda::check_launch("gelu");
 }
 
 void CudaBackend::add(Tensor& x, const Tensor& y) {
+  cuda::use_device(device_index_);
   cuda::add(act_, x.raw(), resident(y, act_), x.numel(), y.numel(), stream_);
   cuda::check_launch("add");
 }
 
 void CudaBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding, Tensor& y) {
+  cuda::use_device(device_index_);
   const int64_t cin = x.dim(0), t_in = x.dim(1), cout = w.dim(0), kw = w.dim(2), t_out = y.dim(1);
   // The channel-major convolution of the reference layout, computed in fp32.
   Tensor x32 = alloc(x.shape(), DType::F32), y32 = act_ == DType::F32 ? y : alloc(y.shape(), DType::F32);
@@ -284,6 +292,7 @@ void CudaBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int 
 
 void CudaBackend::conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int padding,
                                          Tensor& y) {
+  cuda::use_device(device_index_);
   const int64_t t_in = x.dim(0), cin = x.dim(1), kw = w.dim(2), t_out = y.dim(0);
   // Time-major im2col, then the convolution is one product with a GELU epilogue whose
   // output is already [T, C].
@@ -294,12 +303,14 @@ void CudaBackend::conv1d_gelu_time_major(const Tensor& x, const Tensor& w, const
 }
 
 void CudaBackend::transpose(const Tensor& x, Tensor& y) {
+  cuda::use_device(device_index_);
   cuda::transpose(act_, x.raw(), y.raw(), x.dim(0), x.dim(1), stream_);
   cuda::check_launch("transpose");
 }
 
 void CudaBackend::embedding(const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths,
                             int n_new, Tensor& out) {
+  cuda::use_device(device_index_);
   if (ids.device() != Device::Cuda || lengths.device() != Device::Cuda)
     throw Error(ErrorCode::Internal, "[cuda] embedding ids and lengths must be on the GPU");
   cuda::embedding(act_, resident(table, act_), resident(positions, act_), ids.data<int32_t>(), lengths.data<int32_t>(),
@@ -308,6 +319,7 @@ void CudaBackend::embedding(const Tensor& table, const Tensor& positions, const 
 }
 
 void CudaBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) {
+  cuda::use_device(device_index_);
   if (logits.device() != Device::Cuda || spec.device() != Device::Cuda || out.device() != Device::Cuda)
     throw Error(ErrorCode::Internal, "[cuda] select_tokens reads and writes GPU tensors");
   const int rows = static_cast<int>(logits.dim(0));

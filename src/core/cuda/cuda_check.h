@@ -28,4 +28,21 @@ inline void check(cublasStatus_t status, const char* what) {
 // After a kernel launch: reports bad launch configurations at once.
 inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
 
+// Makes `device` the calling thread's current GPU. The CUDA runtime keeps the current
+// device per thread, and a backend is called from several (the server's job threads, a
+// batching scheduler): with two GPUs in one process, a thread still on the default device
+// would allocate there and hand the pointers to the other GPU's stream. Each backend entry
+// point calls this; the thread's last choice is remembered, so the usual case costs a
+// comparison.
+inline bool try_use_device(int device) noexcept {  // for destructors and deleters
+  thread_local int current = -1;
+  if (current == device) return true;
+  if (cudaSetDevice(device) != cudaSuccess) return false;
+  current = device;
+  return true;
+}
+inline void use_device(int device) {
+  if (!try_use_device(device)) check(cudaSetDevice(device), "cudaSetDevice");
+}
+
 }  // namespace hark::cuda

@@ -11,6 +11,7 @@ namespace hark {
 using cuda::check;
 
 Tensor CudaBackend::log_mel(std::span<const float> samples, int64_t pad, const Tensor& filters) {
+  cuda::use_device(device_index_);
   if (act_ == DType::F32) return {};  // the reference path keeps the double-precision STFT
   constexpr int kNFft = 400, kBins = 201, kHop = 160;
   const int n_mels = static_cast<int>(filters.dim(0));

@@ -28,6 +28,7 @@ bool capturing(cudaStream_t stream) {
 }  // namespace
 
 CudaBackend::~CudaBackend() {
+  cuda::try_use_device(device_index_);  // a destructor does not throw
   if (stream_) cudaStreamSynchronize(stream_);
   for (auto& [key, r] : replays_) {
     if (r->exec) cudaGraphExecDestroy(r->exec);
@@ -87,6 +88,7 @@ void CudaBackend::Arena::give_back(size_t offset, size_t bytes) {
 }
 
 Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
+  cuda::use_device(device_index_);
   const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   std::shared_ptr<Arena> arena = arena_;
   if (arena && !arena->measuring) {
@@ -103,8 +105,10 @@ Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
   void* ptr = nullptr;
   check(cudaMallocAsync(&ptr, bytes, stream_), "allocating device memory");
   cudaStream_t stream = stream_;
-  std::shared_ptr<void> owner(ptr, [stream, arena, offset, bytes](void* p) {
+  const int device = device_index_;
+  std::shared_ptr<void> owner(ptr, [stream, device, arena, offset, bytes](void* p) {
     if (arena && !arena->closed) arena->give_back(offset, aligned(bytes));
+    cuda::try_use_device(device);  // the last owner may be any thread
     // A free queued while a graph is recorded would become part of the graph (and run at
     // every replay): such a buffer is leaked instead. hark's steps drop none.
     if (capturing(stream)) return;
@@ -114,6 +118,7 @@ Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
 }
 
 Tensor CudaBackend::alloc_host(const Shape& shape, DType dtype) {
+  cuda::use_device(device_index_);
   const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   void* ptr = nullptr;
   check(cudaMallocHost(&ptr, bytes), "allocating page-locked host memory");
@@ -122,6 +127,7 @@ Tensor CudaBackend::alloc_host(const Shape& shape, DType dtype) {
 }
 
 void CudaBackend::copy(const Tensor& src, Tensor& dst) {
+  cuda::use_device(device_index_);
   if (src.numel() != dst.numel())
     throw Error(ErrorCode::Internal, "[cuda] copy needs equal sizes: " + src.describe() + " → " + dst.describe());
   if (src.dtype() == dst.dtype()) {
@@ -145,6 +151,7 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
 }
 
 void CudaBackend::copy_async(const Tensor& src, Tensor& dst) {
+  cuda::use_device(device_index_);
   if (src.dtype() != dst.dtype() || src.nbytes() != dst.nbytes())
     throw Error(ErrorCode::Internal, "[cuda] copy_async needs equal dtypes and sizes: " + src.describe() + " → " +
                                          dst.describe());
@@ -152,6 +159,7 @@ void CudaBackend::copy_async(const Tensor& src, Tensor& dst) {
 }
 
 Tensor CudaBackend::to_device(const Tensor& host) {
+  cuda::use_device(device_index_);
   if (host.device() == Device::Cuda) return host;
   Tensor t = alloc(host.shape(), host.dtype());
   check(cudaMemcpyAsync(t.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream_), "upload");
@@ -160,6 +168,7 @@ Tensor CudaBackend::to_device(const Tensor& host) {
 }
 
 Tensor CudaBackend::to_host(const Tensor& t) {
+  cuda::use_device(device_index_);
   if (t.device() == Device::Cpu) return t;
   Tensor host = Tensor::empty(t.shape(), t.dtype());
   check(cudaMemcpyAsync(host.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, stream_), "download");
@@ -183,6 +192,7 @@ int32_t* CudaBackend::upload_ints(std::span<const int> values) {
 
 void CudaBackend::gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
                                    std::span<const int> lengths) {
+  cuda::use_device(device_index_);
   const int count = static_cast<int>(source.size());
   std::vector<int> packed(source.begin(), source.end());
   packed.insert(packed.end(), lengths.begin(), lengths.end());
@@ -198,9 +208,13 @@ void CudaBackend::gather_sequences(std::span<Tensor* const> caches, int64_t rows
   synchronize();  // the index staging buffer is reused by the next call
 }
 
-void CudaBackend::synchronize() { check(cudaStreamSynchronize(stream_), "synchronize"); }
+void CudaBackend::synchronize() {
+  cuda::use_device(device_index_);
+  check(cudaStreamSynchronize(stream_), "synchronize");
+}
 
 void CudaBackend::replay(uint64_t key, const std::function<void()>& step) {
+  cuda::use_device(device_index_);
   if (!graphs_enabled_) return step();
   auto& slot = replays_[key];
   if (!slot) slot = std::make_unique<Replay>();
@@ -262,6 +276,7 @@ void CudaBackend::replay(uint64_t key, const std::function<void()>& step) {
 }
 
 void CudaBackend::forget_replay(uint64_t key) {
+  cuda::use_device(device_index_);
   auto it = replays_.find(key);
   if (it == replays_.end()) return;
   synchronize();

@@ -27,6 +27,7 @@ struct FakeEngineStats {
   std::atomic<int> delay_ms{0};
   std::atomic<bool> hold{false};  // transcribe() waits while set (a cancel still ends it)
   std::atomic<bool> fail_open{false};
+  std::atomic<bool> fail_transcribe{false};  // transcribe() throws Internal (a broken device)
   std::atomic<int> concurrency{1};          // what the engine reports as max_concurrent_runs()
   std::atomic<int> ms_per_audio_second{0};  // extra work proportional to the clip (long vs short)
   BatchStats batch;                          // what batch_stats() reports
@@ -98,6 +99,7 @@ class FakeEngine : public Engine {
     int seen = stats_.max_running;
     while (now > seen && !stats_.max_running.compare_exchange_weak(seen, now)) {}
     struct Leave { std::atomic<int>& r; ~Leave() { --r; } } leave{stats_.running};
+    if (stats_.fail_transcribe) throw Error(ErrorCode::Internal, "[fake] the device failed");
     // Work in 5 ms slices so a cancel flag is noticed promptly, as the real seek loop does per window.
     const int work_ms = stats_.delay_ms + static_cast<int>(stats_.ms_per_audio_second * samples.size() / 16000);
     for (int waited = 0; stats_.hold || waited < work_ms; waited += 5) {

@@ -67,6 +67,22 @@ TEST_F(MultiDevice, ConcurrentRequestsGoToTheIdleDevice) {
   EXPECT_EQ(stats[1].opened, 1);
 }
 
+TEST_F(MultiDevice, ABrokenDeviceDoesNotDrawTheTraffic) {
+  // A failing GPU answers at once, so it is always the least loaded: without the fault
+  // quarantine every request would go to it and fail.
+  stats[0].fail_transcribe = true;
+  start_server();
+  int failed = 0, served = 0;
+  for (int i = 0; i < 12; ++i) (transcribe() == 200 ? served : failed)++;
+  EXPECT_EQ(failed, EngineWorker::kFaultStreak);  // then the router passes device 0 over
+  EXPECT_EQ(served, 12 - EngineWorker::kFaultStreak);
+  EXPECT_EQ(stats[1].transcribed, served);
+  // When every device is failing, requests still go somewhere (and fail with the cause).
+  stats[1].fail_transcribe = true;
+  for (int i = 0; i < EngineWorker::kFaultStreak; ++i) EXPECT_EQ(transcribe(), 500);
+  EXPECT_EQ(transcribe(), 500);
+}
+
 TEST_F(MultiDevice, SessionsStayOnTheDeviceThatHoldsThem) {
   start_server();
   const std::string a = post("/v1/audio/sessions", "{}", "application/json")["id"];
