@@ -15,6 +15,13 @@
 #     batching-bench: the batching server against --max-batch 1 under 64 clients sending
 #            10-60 s clips (scripts/bench-batching.sh, large-v3-turbo shape f16); env
 #            BATCH_CONCURRENCY, BATCH_REQUESTS, BATCH_CLIPS ("30": offline-like 30 s windows)
+#     multi-gpu: the batching server on one GPU against every GPU (--device cuda:0, then
+#            cuda:all) under the same load (machine kind nvidia-h200-x2); env as batching-bench,
+#            default 128 clients and 512 requests
+#     ab:    large-v3-turbo f16 bench (batch 1, end to end) with the CUDA module of this
+#            bundle against .device-carry/module-a.so.xz (an earlier build's
+#            libhark_cuda.so; the Backend interface must be the same), alternating A B A B,
+#            then this module under each measurement switch in AB_SWITCHES
 #   (full runs everything but the check and batching parts; run each in a call of its own)
 set -uo pipefail
 mode=${1:-full}
@@ -106,6 +113,53 @@ if [[ $mode == batching-bench ]]; then
   exit 0
 fi
 
+if [[ $mode == ab ]]; then
+  section "A/B: an earlier CUDA module (A) against this bundle's (B), large-v3-turbo f16"
+  module_a=/tmp/hark-module-a.so
+  python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" \
+    .device-carry/module-a.so.xz "$module_a" || { echo "no .device-carry/module-a.so.xz" | tee -a "$results"; exit 1; }
+  module_b=$HARK_CUDA_MODULE
+  ab_bench() {  # name, env...
+    local name=$1
+    shift
+    run "ab_$name" 300 env "$@" "$hark" bench --device cuda --runs 20 --model synthetic:large-v3-turbo --dtype f16 \
+      --compute-type f16 --batches 1 --clip tests/data/audio/jfk.wav --e2e --e2e-tokens 30 --json "$OUT/ab_$name.json"
+  }
+  for round in 1 2; do
+    ab_bench "A_$round" HARK_CUDA_MODULE=$module_a
+    ab_bench "B_$round" HARK_CUDA_MODULE=$module_b
+  done
+  for variant in ${AB_SWITCHES:-}; do ab_bench "B_${variant//=/_}" "$variant"; done
+  python3 - "$OUT" <<'PY' | tee -a "$results"
+import glob, json, os, sys
+print("| run | step b1, device choice | step b1, logits to host | step b5, device choice | e2e greedy (decoding) | encoder b1 |")
+print("| --- | --- | --- | --- | --- | --- |")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab_*.json"))):
+    r = json.load(open(f))
+    sel, host, enc = r.get("decoder_select_ms_per_step", {}), r.get("decoder_ms_per_step", {}), r.get("encoder_ms_per_window", {})
+    parts = r.get("e2e_greedy_ms_parts", {})
+    print(f"| {os.path.basename(f)[3:-5]} | {sel.get('1', 0):.3f} ms | {host.get('1', 0):.3f} ms | {sel.get('5', 0):.3f} ms | "
+          f"{r.get('e2e_greedy_ms', 0):.2f} ms ({parts.get('decode', 0):.2f}) | {enc.get('1', 0):.2f} ms |")
+PY
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+
+if [[ $mode == multi-gpu ]]; then
+  nvidia-smi -L | sed 's/^/    /' | tee -a "$results"
+  section "an engine on the second GPU, used from other threads"
+  run two_gpus 300 "$bundle/tests/hark_test_gpu" --gtest_filter='TwoGpus*' --gtest_output=xml:"$OUT/two_gpus.xml"
+  section "batching server on one GPU against all GPUs (large-v3-turbo shape f16, 10-60 s clips)"
+  conc=${BATCH_CONCURRENCY:-128}
+  HARK=$hark DEVICES="cuda:0 cuda:all" SERVERS=0 WARMUP=$conc THREADS=4 CONCURRENCY=$conc \
+    REQUESTS=${BATCH_REQUESTS:-512} ROUNDS=${BATCH_ROUNDS:-2} CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} \
+    EXTRA_SERVE="--compute-type f16" OUT="$OUT/bench-multi-gpu" \
+    timeout 540 bash scripts/bench-batching.sh synthetic:large-v3-turbo 2>&1 | tee "$OUT/bench_multi_gpu.log" |
+    sed 's/^/    /' | tee -a "$results"
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+
 section "CUDA ops (f32, f16, bf16 against the CPU)"
 run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_output=xml:"$OUT/cuda_ops.xml"
 section "fp32 parity against transformers (goldens)"
@@ -156,7 +210,7 @@ bench() {  # name, args...
 }
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
 if [[ $mode == quick || $mode == full ]]; then  # the measurement switches, one at a time (docs/gpu.md)
-  for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all; do
+  for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all HARK_CUDA_GEMV_ONE_ROW=0; do
     run "bench_turbo_f16_${variant//=/_}" 600 env "$variant" "$hark" bench --device cuda --runs 10 \
       --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1 --clip $clip --e2e --e2e-tokens 30
   done

@@ -146,6 +146,9 @@ bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
   // kernels beat gemv.cu on the MLP's wide products, 7.4 µs against 14.7 (5120 × 1280
   // with the norm fused: 12.4 with a separate norm) and 11.1 against 13.6 (1280 × 5120);
   // gemv.cu wins on the square 1280 × 1280 ones and on the logits.
+  // One row up to 2048 wide (the MLP's first product of a greedy step): gemv_one_row.cu
+  // beats cuBLASLt there (0.267 against 0.273 ms per turbo step).
+  if (cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k))) return false;
   return wide_in_lt_ && m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
 }
 

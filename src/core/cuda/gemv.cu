@@ -4,7 +4,10 @@
 // the lost occupancy made every shape slower, the logits 41 → 68 µs) while x sits in
 // shared memory, and the epilogue (bias, exact GELU, residual add, fp32 logits) is
 // applied before the single store. The layer norm in front of the product can run here
-// too, on the staged rows, which saves a launch per norm in every decoder step.
+// too, on the staged rows, which saves a launch per norm in every decoder step. One row
+// of width ≤ 2048 (the greedy step) goes to gemv_one_row.cu instead. (Eight loads per
+// lane in one round trip and block-wide norm statistics were tried here for 2-8 rows:
+// 5-row steps became 30 µs slower on an H200, docs/benchmarks.md.)
 #include <algorithm>
 
 #include "core/cuda/cuda_check.h"
@@ -167,6 +170,7 @@ void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const voi
           int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm) {
   if (m <= 0 || n <= 0) return;
   if (k % 8 != 0) throw Error(ErrorCode::Internal, "[cuda] gemv needs a width divisible by 8");
+  if (gemv_one_row_applies(m, k)) return gemv_one_row(dt, x, k, w, n, bias, y_dt, y, epilogue, stream, norm);
   dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
     if (y_dt == DType::F32)

@@ -58,6 +58,10 @@ void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const voi
           int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm = nullptr);
 // Raises the kernels' shared-memory limit (once per device, before any graph capture).
 void gemv_setup();
+// ---- gemv_one_row.cu: gemv() for one row of width ≤ 2048 (the greedy step) --------------
+bool gemv_one_row_applies(int m, int k);
+void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
+                  GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm);
 
 // The attention kernels serve these head dims (every Whisper size has 64; hark's bundled
 // model has 32).

@@ -68,6 +68,29 @@ TEST_P(CudaOps, LinearEveryEpilogueAndRowCount) {
   }
 }
 
+// The greedy step's products: one row, the layer norm fused or not, every epilogue, widths
+// of every Whisper size (the one-row kernel up to 2048, gemv.cu beyond), and enough
+// columns that each warp of the one-row kernel serves several of them.
+TEST_P(CudaOps, OneRowProductsWithAndWithoutNorm) {
+  for (int64_t k : {384, 1280, 2048, 5120}) {
+    for (int64_t n : {int64_t{136}, k <= 2048 ? int64_t{20000} : int64_t{1000}}) {
+      Tensor x = random({1, k}, 3.0f), w = random({n, k}, 0.05f), b = random({n}), g = random({k}), beta = random({k});
+      for (Epilogue e : {Epilogue::None, Epilogue::Gelu}) {
+        Tensor yg = ops::norm_linear(*gpu, up(x), g, beta, w, &b, e), yc = ops::norm_linear(*cpu, x, g, beta, w, &b, e);
+        EXPECT_LT(compare(yg, yc), tol) << "norm, k " << k << " n " << n << " epilogue " << static_cast<int>(e);
+        Tensor pg = ops::linear(*gpu, up(x), w, &b, e), pc = ops::linear(*cpu, x, w, &b, e);
+        EXPECT_LT(compare(pg, pc), tol) << "k " << k << " n " << n << " epilogue " << static_cast<int>(e);
+      }
+      Tensor lg = ops::norm_linear(*gpu, up(x), g, beta, w, nullptr, Epilogue::None, DType::F32);
+      EXPECT_LT(compare(lg, ops::norm_linear(*cpu, x, g, beta, w, nullptr)), tol) << "f32 logits, k " << k << " n " << n;
+      Tensor res = random({1, n}), rg = up(res), rc = res.clone();
+      ops::linear_residual(*gpu, up(x), w, &b, rg);
+      ops::linear_residual(*cpu, x, w, &b, rc);
+      EXPECT_LT(compare(rg, rc), tol) << "residual, k " << k << " n " << n;
+    }
+  }
+}
+
 TEST_P(CudaOps, HalfWeightsAreConvertedOnTheDevice) {
   Tensor x = random({3, 64}), w = random({50, 64});
   Tensor wh = Tensor::empty({50, 64}, DType::F16);
