@@ -118,6 +118,7 @@ class CudaBackend final : public Backend {
   Tensor index_buffer_, index_staging_;
   Tensor dft_basis_;  // [400, 402] f32: cos and −sin of the 400-point DFT, bins 0..200
   std::map<const void*, Tensor> mel_filters_;  // [201, n_mels] f32 per filter bank
+  Tensor mel_staging_;                          // page-locked f32: log_mel's samples in, frames out
   // Cross-attention's per-(query, head) chunk counters (decoder_attention.cu), zeroed once.
   static constexpr int64_t kCrossCounters = 1 << 16;
   Tensor cross_counters_;

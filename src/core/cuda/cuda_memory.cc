@@ -46,6 +46,7 @@ CudaBackend::~CudaBackend() {
   cross_counters_ = Tensor();
   dft_basis_ = Tensor();
   mel_filters_.clear();
+  mel_staging_ = Tensor();
   lt_.reset();
   if (stream_) cudaStreamSynchronize(stream_);
   if (blas_) cublasDestroy(blas_);
