@@ -41,6 +41,12 @@ struct DecoderBuffers {
   Tensor step_logits;            // slot states: f32 [batch, n_vocab] of the last step, on the device
   static constexpr int kMaxChoices = 16;
   static constexpr uint64_t kSlotStepKey = 0xFF;  // replay key (low 8 bits) of a slot state's step
+  // Prompts up to this long are recorded like steps (key kPrefillKey | n_new): the
+  // start-of-transcript tokens of every window (1 to 4, more with a language and task).
+  // Longer ones — the previous window's text as a prompt, up to 224 tokens — would each
+  // need a recording and an arena of their own.
+  static constexpr int kMaxRecordedPrefill = 8;
+  static constexpr uint64_t kPrefillKey = 0x80;
 };
 
 class DecoderBufferPool {

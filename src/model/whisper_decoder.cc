@@ -95,13 +95,17 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
       capture->weights.push_back(Tensor::empty({batch, hp.n_text_head, n_new, buf.shape.frames}));
   }
   Tensor result;
-  if (all_positions || capture || n_new > 1) {
+  if (all_positions || capture || n_new > DecoderBuffers::kMaxRecordedPrefill) {
     Tensor logits = decoder_forward(state, n_new, all_positions, capture);
     result = be.to_host(logits);
     if (all_positions) result = result.reshape({batch, n_new, hp.n_vocab});
   } else {
-    // The common single-token step: recorded once per buffer set, replayed afterwards.
-    be.replay(buf.id << 8, [&] {
+    // The common single-token step, and the short prompt that starts each window: recorded
+    // once per buffer set and length, replayed afterwards. Keys: the buffer set, then 8
+    // bits — 0 for the step, 1..16 for decode_select's k, kPrefillKey | n_new for a prompt.
+    const uint64_t key =
+        buf.id << 8 | (n_new > 1 ? DecoderBuffers::kPrefillKey | static_cast<uint64_t>(n_new) : uint64_t{0});
+    be.replay(key, [&] {
       Tensor logits = decoder_forward(state, n_new, false, nullptr);
       be.copy_async(logits, buf.host_logits);
     });
