@@ -61,7 +61,7 @@ serve() {  # model, max_batch → sets pid and port
 }
 
 printf '%-24s %-10s %-9s %5s %9s %8s %8s %8s %7s %6s %9s  %s\n' model device server round "audio_s/s" p50_ms p95_ms \
-  p99_ms wall_s errors rows/step "requests per device"
+  p99_ms wall_s errors rows/step "scheduler seconds: step/gather/prefill/encode; requests per device"
 for model in "${models[@]}"; do
   for round in $(seq 1 "$rounds"); do
     for device in $devices; do
@@ -72,7 +72,7 @@ for model in "${models[@]}"; do
         "$hark" bench --server "http://127.0.0.1:$port" --clips "$out/clips" --concurrency "$concurrency" \
           --requests "$requests" --warmup "$warmup" --field language=en --field temperature=0 \
           --field response_format=json --json "$json" >/dev/null
-        get "http://127.0.0.1:$port/metrics" | grep -E '^hark_batch_(steps|rows_stepped)_total ' >"${json%.json}.metrics" || true
+        get "http://127.0.0.1:$port/metrics" | grep -E '^hark_(batch|encoder)_[a-z_]+_total ' >"${json%.json}.metrics" || true
         get "http://127.0.0.1:$port/stats" >"${json%.json}.stats" || true
         kill -TERM "$pid"
         wait "$pid" || true
@@ -88,8 +88,11 @@ try:  # requests each GPU served (warm-up included), from /stats
     spread = " ".join(f"{d['device']}={d['requests']}" for d in stats.get("devices", []))
 except (OSError, ValueError, KeyError):
     spread = ""
+# Where the batching scheduler's thread spent its time (warm-up included; empty for --max-batch 1).
+split = "/".join(f"{float(m.get(k, 0)):.1f}" for k in ("hark_batch_step_seconds_total", "hark_batch_gather_seconds_total",
+                                                   "hark_batch_prefill_seconds_total", "hark_encoder_seconds_total"))
 print(f"{sys.argv[2]:<24} {sys.argv[5]:<10} {sys.argv[3]:<9.9} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} "
-      f"{l['p95']:8.0f} {l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}  {spread}")
+      f"{l['p95']:8.0f} {l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}  {split if steps else ''} {spread}")
 PY
       done
     done

@@ -12,7 +12,9 @@ nlohmann::json batch_json(const BatchStats& b) {
   return {{"max_rows", b.max_rows},           {"rows", b.rows_active},         {"row_capacity", b.row_capacity},
           {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"steps", b.steps},
           {"rows_stepped", b.rows_stepped},   {"prefills", b.prefills},        {"encoder_calls", b.encoder_calls},
-          {"windows_encoded", b.windows_encoded}};
+          {"windows_encoded", b.windows_encoded},
+          {"seconds", {{"step", b.step_seconds}, {"gather", b.gather_seconds}, {"prefill", b.prefill_seconds},
+                       {"encode", b.encode_seconds}}}};
 }
 
 }  // namespace

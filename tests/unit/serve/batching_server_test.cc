@@ -130,6 +130,8 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   stats.batch.windows_waiting = 2;
   stats.batch.steps = 100;
   stats.batch.rows_stepped = 750;
+  stats.batch.step_seconds = 2.5;
+  stats.batch.encode_seconds = 0.5;
   client().Post("/v1/audio/transcriptions", {{"file", make_wav(0.5), "a.wav", "audio/wav"}});
   const std::string m = client().Get("/metrics")->body;
   EXPECT_EQ(metric(m, "hark_batch_max_rows"), 16);
@@ -142,6 +144,9 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   EXPECT_EQ(metric(m, "hark_jobs_running"), 0);
   const json s = json::parse(client().Get("/stats")->body);
   EXPECT_EQ(s["batch"]["rows"], 12);
+  EXPECT_EQ(s["batch"]["seconds"]["step"], 2.5);
+  EXPECT_EQ(s["batch"]["seconds"]["encode"], 0.5);
+  EXPECT_EQ(metric(m, "hark_batch_step_seconds_total"), 2.5);
   EXPECT_EQ(s["queue"]["max"], 256);
 }
 
