@@ -53,7 +53,7 @@ serve() {  # model, max_batch → sets pid and port
   pid=$!
   port=""
   for _ in $(seq 1 600); do
-    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -1)
+    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" 2>/dev/null | head -1 || true)
     [[ -n $port ]] && get "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
     sleep 0.5
   done

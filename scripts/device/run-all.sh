@@ -182,7 +182,7 @@ serve_log=$OUT/serve.log
 serve_pid=$!
 port=""
 for _ in $(seq 1 100); do
-  port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$serve_log" | head -1)
+  port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$serve_log" 2>/dev/null | head -1 || true)
   [[ -n $port ]] && break
   sleep 0.2
 done

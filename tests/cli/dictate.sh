@@ -35,7 +35,7 @@ start_server() {
   SERVER_PID=$!
   PORT=""
   for _ in $(seq 1 200); do
-    PORT=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/server.log" | head -1)
+    PORT=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/server.log" 2>/dev/null | head -1 || true)
     [[ -n $PORT ]] && return 0
     sleep 0.05
   done

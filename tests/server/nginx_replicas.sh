@@ -51,7 +51,8 @@ start_hark() {  # name → sets PORT_<name> and PID_<name>
   local pid=$! port=""
   PIDS+=("$pid")
   for _ in $(seq 1 300); do
-    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/$1.log" | head -1)
+    # The log may not exist yet (the background shell creates it): no port yet, not an error.
+    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/$1.log" 2>/dev/null | head -1 || true)
     [[ -n $port ]] && break
     kill -0 "$pid" 2>/dev/null || fail "hark serve $1 exited at startup"
     sleep 0.05

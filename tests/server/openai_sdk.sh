@@ -33,7 +33,7 @@ fi
 SERVER_PID=$!
 PORT=""
 for _ in $(seq 1 100); do
-  PORT=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/server.log" | head -1)
+  PORT=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/server.log" 2>/dev/null | head -1 || true)
   [[ -n $PORT ]] && break
   kill -0 "$SERVER_PID" 2>/dev/null || fail "hark serve exited at startup"
   sleep 0.1

@@ -47,7 +47,7 @@ hold_ms=$(awk -v s="$seconds" 'BEGIN { printf "%d", (s - 1.5) * 1000 }')
 port_of() {  # log file, pid
   for _ in $(seq 1 200); do
     local port
-    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$1" | head -1)
+    port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\).*|\1|p' "$1" 2>/dev/null | head -1 || true)
     [[ -n $port ]] && { echo "$port"; return 0; }
     kill -0 "$2" 2>/dev/null || return 1
     sleep 0.05
