@@ -48,6 +48,8 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
   // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "all") wide_in_lt_ = false;
+  // And one row wider than 2048 (the MLP's second product) through gemv_one_row_wide.cu.
+  if (const char* env = std::getenv("HARK_CUDA_GEMV_ONE_ROW"); env && std::string(env) == "wide") wide_one_row_ = true;
 }
 
 std::string CudaBackend::name() const {
@@ -108,7 +110,8 @@ void CudaBackend::product_half(const void* x, int64_t m, int64_t k, const void* 
     const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu
                      : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
                                                       : cuda::GemvEpilogue::None;
-    cuda::gemv(act_, x, static_cast<int>(m), static_cast<int>(k), w, static_cast<int>(n), bias, y_dt, y, n, epi, stream_);
+    cuda::gemv(act_, x, static_cast<int>(m), static_cast<int>(k), w, static_cast<int>(n), bias, y_dt, y, n, epi, stream_,
+               nullptr, wide_one_row_);
     cuda::check_launch("gemv");
     return;
   }
@@ -149,6 +152,7 @@ bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
   // One row up to 2048 wide (the MLP's first product of a greedy step): gemv_one_row.cu
   // beats cuBLASLt there (0.267 against 0.273 ms per turbo step).
   if (cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k))) return false;
+  if (wide_one_row_ && cuda::gemv_one_row_wide_applies(static_cast<int>(m), static_cast<int>(k))) return false;
   return wide_in_lt_ && m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
 }
 

@@ -127,6 +127,7 @@ class CudaBackend final : public Backend {
   bool graphs_enabled_ = true;
   bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too
   bool lt_for_few_rows_ = false;  // HARK_CUDA_GEMV=lt: cuBLASLt for decoder steps too (measurements)
+  bool wide_one_row_ = false;     // HARK_CUDA_GEMV_ONE_ROW=wide: gemv_one_row_wide.cu (measurements)
   std::map<uint64_t, std::unique_ptr<Replay>> replays_;
   // While a step is measured or recorded, alloc() serves it from this arena: first fit
   // over the blocks its tensors gave back, so a step needs its peak of live memory, not

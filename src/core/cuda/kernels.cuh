@@ -54,14 +54,20 @@ struct GemvNorm {
 };
 // y[m, n] (row stride ldy, element type y_dt = dt or F32) = x[m, k]·w[n, k]ᵀ + bias, then
 // the epilogue; m ≤ kGemvMaxRows, k a multiple of 8; w, x, bias in dt (f16 or bf16).
+// wide_one_row: one row wider than 2048 goes to gemv_one_row_wide.cu (a measurement switch).
 void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
-          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm = nullptr);
+          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm = nullptr,
+          bool wide_one_row = false);
 // Raises the kernels' shared-memory limit (once per device, before any graph capture).
 void gemv_setup();
 // ---- gemv_one_row.cu: gemv() for one row of width ≤ 2048 (the greedy step) --------------
 bool gemv_one_row_applies(int m, int k);
 void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
                   GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm);
+// ---- gemv_one_row_wide.cu: one row of width 2056..8192, no norm ---------------------------
+bool gemv_one_row_wide_applies(int m, int k);
+void gemv_one_row_wide(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
+                       GemvEpilogue epilogue, cudaStream_t stream);
 
 // The attention kernels serve these head dims (every Whisper size has 64; hark's bundled
 // model has 32).

@@ -91,6 +91,35 @@ TEST_P(CudaOps, OneRowProductsWithAndWithoutNorm) {
   }
 }
 
+// The measurement switch HARK_CUDA_GEMV_ONE_ROW=wide: one row wider than 2048 (the MLP's
+// second product) through gemv_one_row_wide.cu, against the CPU, every epilogue.
+TEST_P(CudaOps, OneRowWideProducts) {
+  setenv("HARK_CUDA_GEMV_ONE_ROW", "wide", 1);
+  std::unique_ptr<Backend> wide = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
+  unsetenv("HARK_CUDA_GEMV_ONE_ROW");
+  auto on_wide = [&](const Tensor& host) {
+    Tensor t = wide->alloc(host.shape(), wide->act_dtype());
+    wide->copy(host, t);
+    return t;
+  };
+  for (int64_t k : {3072, 4096, 5120, 8192}) {
+    for (int64_t n : {136, 1280, 3000}) {
+      Tensor x = random({1, k}, 2.0f), w = random({n, k}, 0.05f), b = random({n});
+      for (Epilogue e : {Epilogue::None, Epilogue::Gelu}) {
+        Tensor yg = ops::linear(*wide, on_wide(x), w, &b, e), yc = ops::linear(*cpu, x, w, &b, e);
+        EXPECT_LT(test::relative_l2(wide->to_host(yg).to_f32(), yc), tol)
+            << "k " << k << " n " << n << " epilogue " << static_cast<int>(e);
+      }
+      Tensor lg = ops::linear(*wide, on_wide(x), w, nullptr, Epilogue::None, DType::F32);
+      EXPECT_LT(test::relative_l2(wide->to_host(lg).to_f32(), ops::linear(*cpu, x, w, nullptr)), tol) << "f32, k " << k;
+      Tensor res = random({1, n}), rg = on_wide(res), rc = res.clone();
+      ops::linear_residual(*wide, on_wide(x), w, &b, rg);
+      ops::linear_residual(*cpu, x, w, &b, rc);
+      EXPECT_LT(test::relative_l2(wide->to_host(rg).to_f32(), rc), tol) << "residual, k " << k << " n " << n;
+    }
+  }
+}
+
 TEST_P(CudaOps, HalfWeightsAreConvertedOnTheDevice) {
   Tensor x = random({3, 64}), w = random({50, 64});
   Tensor wh = Tensor::empty({50, 64}, DType::F16);
