@@ -2,8 +2,9 @@
 // -mavx512vnni). vpdpbusd multiplies unsigned bytes with signed ones: the weight codes
 // are taken as stored (non-negative, e.g. q8_0's q + 128), the activations as signed
 // int8, and each block's sum starts at −bias · Σx (ActivationBlocks::neg_half_lanes), so
-// no per-weight correction is needed. Formats in blocks of 32 take two blocks per 512-bit
-// register, halving the per-block scaling work; the k-quants run on 256-bit registers.
+// no per-weight correction is needed. Every format takes two chunks of 32 per 512-bit
+// register, halving the per-chunk scaling work (a k-quant super-block is four such pairs,
+// its scales decoded once per super-block).
 #include <vector>
 
 #include "core/cpu/quant_simd.h"
@@ -281,6 +282,7 @@ void kquant_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
     for (int64_t s = 0; s < supers; ++s) {
+#pragma GCC unroll 4  // the accumulators stay in registers only when every row is unrolled
       for (int r = 0; r < R; ++r) {
         const uint8_t* b = rows[r] + s * kBytes;
         for (size_t at = 0; at < kBytes; at += 64)  // 2 KB ahead in the weight stream, as above
