@@ -18,7 +18,8 @@ def main(path):
         f = line.split()
         if len(f) == 9:  # round type q4_0(1,5) new(1,5) old(1,5) load
             by_type[f[1]].append([float(x) for x in f[2:9]])
-    print("| type | before | after | after / before | after / q4_0 | before / q4_0 | 5 rows: before | after | after / q4_0 |")
+    print("| type | before | after | after / before | after / q4_0 | before / q4_0 |"
+          " 5 rows: before | after | after / q4_0 |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for t, rows in by_type.items():
         col = lambda i: [r[i] for r in rows]  # noqa: E731

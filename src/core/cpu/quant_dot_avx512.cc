@@ -271,10 +271,9 @@ void kquant_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_
   constexpr size_t kBytes = block_info_bytes(T);
   const int64_t chunks = x.k / kBlock, pairs = chunks / 2, supers = x.k / kSuper;
   const XPair* xp = x_pairs<T>(x, pairs);
+  const __m512i lane_quarters = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   __m512i pick[4];  // lane L of pair p holds half 4p + L/4
-  for (int p = 0; p < 4; ++p)
-    pick[p] = _mm512_add_epi32(_mm512_set1_epi32(4 * p),
-                               _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
+  for (int p = 0; p < 4; ++p) pick[p] = _mm512_add_epi32(_mm512_set1_epi32(4 * p), lane_quarters);
   for (int64_t j0 = begin; j0 < end; j0 += R) {
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = w + std::min(j0 + r, end - 1) * row_bytes;
@@ -297,9 +296,12 @@ void kquant_rows_kernel(const ActivationBlocks& x, const uint8_t* w, size_t row_
             acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(scale, xv.d), acc[r][i]);
           }
         }
-        if constexpr (format_has_offsets(T))
-          for (int i = 0; i < M; ++i)
-            acc[r][i] = _mm512_fmadd_ps(halves.offset, _mm512_loadu_ps(x.half_sums + i * 2 * chunks + s * 16), acc[r][i]);
+        if constexpr (format_has_offsets(T)) {
+          for (int i = 0; i < M; ++i) {
+            const __m512 half_sums = _mm512_loadu_ps(x.half_sums + i * 2 * chunks + s * 16);
+            acc[r][i] = _mm512_fmadd_ps(halves.offset, half_sums, acc[r][i]);
+          }
+        }
       }
     }
     const float none[R][M] = {};

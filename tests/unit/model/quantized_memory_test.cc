@@ -87,7 +87,9 @@ void expect_q8_0_model_within_ten_percent_of_its_file(const std::string& size) {
               size.c_str(), mapping.rss / 1e6, copies / 1e6, cached / 1e6, file_bytes / 1e6, total / file_bytes);
 }
 
-TEST(QuantizedMemory, Q8_0ModelStaysWithinTenPercentOfItsFile) { expect_q8_0_model_within_ten_percent_of_its_file("tiny"); }
+TEST(QuantizedMemory, Q8_0ModelStaysWithinTenPercentOfItsFile) {
+  expect_q8_0_model_within_ten_percent_of_its_file("tiny");
+}
 
 // base: a 80 MB file quantized and a window encoded (seconds; longer under the sanitizers).
 TEST(QuantizedMemory, Q8_0BaseModelStaysWithinTenPercentOfItsFile) {
