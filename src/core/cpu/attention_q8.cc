@@ -73,26 +73,15 @@ void attention_q8(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t hd
   const auto* k = static_cast<const uint8_t*>(a.k);
   const auto* v = static_cast<const uint8_t*>(a.v);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int64_t tq = a.tq, tk = a.tk;
-  // One task per (head, query row), as attention_rows.
-  pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scores;
-    if (scores.size() < static_cast<size_t>(tk)) scores.resize(tk);
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t h = task / tq, i = task % tq;
-      const int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
-      float* s = scores.data();
-      quant_dot_serial(a.q + i * a.ldq + h * hd, hd, DType::Q8_0, k + h * head_bytes, k_row, visible, s);
-      for (int64_t t = 0; t < visible; ++t) s[t] *= scale;
-      softmax_row(s, visible, visible);
-      if (weights) {
-        float* w = weights + (h * tq + i) * tk;
-        std::copy(s, s + visible, w);
-        std::fill(w + visible, w + tk, 0.0f);
-      }
-      head_values(s, v + h * head_bytes, v_row, visible, hd, a.out + i * a.ldo + h * hd);
-    }
-  });
+  for_each_head_row(
+      pool, a, n_heads, causal, causal_offset, weights,
+      [&](int64_t h, int64_t i, int64_t visible, float* s) {
+        quant_dot_serial(a.q + i * a.ldq + h * hd, hd, DType::Q8_0, k + h * head_bytes, k_row, visible, s);
+        for (int64_t t = 0; t < visible; ++t) s[t] *= scale;
+      },
+      [&](int64_t h, int64_t i, int64_t visible, const float* s) {
+        head_values(s, v + h * head_bytes, v_row, visible, hd, a.out + i * a.ldo + h * hd);
+      });
 }
 
 }  // namespace hark

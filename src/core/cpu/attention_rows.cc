@@ -153,25 +153,14 @@ template <class E>
 void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const E* v, int n_heads, int64_t hd,
                        bool causal, int64_t causal_offset, float* weights) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int64_t tq = a.tq, tk = a.tk;
-  // One task per (head, query row): the K and V columns of a head are read once per row,
-  // and the rows of one step (beams) find them in cache.
-  pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scores;
-    if (scores.size() < static_cast<size_t>(tk)) scores.resize(tk);
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t h = task / tq, i = task % tq;
-      const int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
-      head_scores(a.q + i * a.ldq + h * hd, k + h * hd, visible, a.ldk, hd, scale, scores.data());
-      softmax_row(scores.data(), visible, visible);
-      if (weights) {
-        float* w = weights + (h * tq + i) * tk;
-        std::copy(scores.data(), scores.data() + visible, w);
-        std::fill(w + visible, w + tk, 0.0f);
-      }
-      head_values(scores.data(), v + h * hd, visible, a.ldv, hd, a.out + i * a.ldo + h * hd);
-    }
-  });
+  for_each_head_row(
+      pool, a, n_heads, causal, causal_offset, weights,
+      [&](int64_t h, int64_t i, int64_t visible, float* s) {
+        head_scores(a.q + i * a.ldq + h * hd, k + h * hd, visible, a.ldk, hd, scale, s);
+      },
+      [&](int64_t h, int64_t i, int64_t visible, const float* s) {
+        head_values(s, v + h * hd, visible, a.ldv, hd, a.out + i * a.ldo + h * hd);
+      });
 }
 
 }  // namespace

@@ -5,8 +5,11 @@
 // library call. Scores, softmax and sums are fp32.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "core/cpu/vector_math.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
@@ -30,6 +33,34 @@ struct CachedRows {
   int64_t ldo;
   int64_t tq, tk;
 };
+
+// The loop every few-row attention shares (f32/f16 here, q8_0 in attention_q8.cc): one
+// task per (head, query row), so the K and V columns of a head are read once per row and
+// the rows of one step (beams) find them in cache. scores(h, i, visible, s) writes the
+// scaled scores of keys [0, visible) to s; after the softmax (copied to `weights` when
+// given), values(h, i, visible, s) writes the output row.
+template <class Scores, class Values>
+void for_each_head_row(ThreadPool& pool, const CachedRows& a, int n_heads, bool causal, int64_t causal_offset,
+                       float* weights, Scores&& scores, Values&& values) {
+  const int64_t tq = a.tq, tk = a.tk;
+  pool.parallel_for(n_heads * tq, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> row;
+    if (row.size() < static_cast<size_t>(tk)) row.resize(tk);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t h = task / tq, i = task % tq;
+      const int64_t visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
+      float* s = row.data();
+      scores(h, i, visible, s);
+      softmax_row(s, visible, visible);
+      if (weights) {
+        float* w = weights + (h * tq + i) * tk;
+        std::copy(s, s + visible, w);
+        std::fill(w + visible, w + tk, 0.0f);
+      }
+      values(h, i, visible, s);
+    }
+  });
+}
 
 // Whether the vectorised loops handle this head size (multiples of 8).
 bool attention_rows_supported(int64_t head_dim);

@@ -221,7 +221,8 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
   // Every block of the product normalises the rows again: worth it for the layers' few
   // hundred blocks, not for the logits' thousands (fusing it there measured 0.343 ms per
-  // step against 0.324 with a separate norm, docs/benchmarks.md).
+  // step against 0.324 with a separate norm; through the one-row kernel, where each warp
+  // normalises in registers, 0.273 both ways: docs/benchmarks.md).
   constexpr int64_t kMaxFusedColumns = 8192;
   if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
       prefers_lt(m, n, k))

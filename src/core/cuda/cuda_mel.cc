@@ -39,8 +39,9 @@ Tensor CudaBackend::log_mel(std::span<const float> samples, int64_t pad, const T
     bank = to_device(t);
   }
   // Samples in and log-mel out through one page-locked buffer kept between calls: copies
-  // from pageable memory go through the driver's own staging and took several times as
-  // long for a window's 1.9 MB in and 1.5 MB out.
+  // from pageable memory go through the driver's own staging. With this and the window
+  // maximum vectorised on the host (window_mel.cc), the 11 s clip's front end went from
+  // 1.5–2.1 to 0.85–1.08 ms on an H200 host (one call each, the two changes together).
   const int64_t staged = std::max<int64_t>({n, frames * n_mels, 1});
   if (!mel_staging_.defined() || mel_staging_.numel() < staged) mel_staging_ = alloc_host({staged}, DType::F32);
   float* staging = mel_staging_.data<float>();

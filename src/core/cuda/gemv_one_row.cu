@@ -111,17 +111,7 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
     uint4 next[W];
     fetch(row + 1, next);  // zeros past this warp's rows
     const float next_bias = bias && row + 1 < end ? to_float(bias[row + 1]) : 0.0f;
-    float acc = 0;
-#pragma unroll
-    for (int u = 0; u < W; ++u)
-      if (lane + u * 32 < kw) {
-        float wf[8], xf[8];
-        widen8<T>(wv[u], wf);
-        widen8<T>(xv[u], xf);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc = fmaf(wf[j], xf[j], acc);
-      }
-    acc = warp_sum(acc);
+    const float acc = warp_sum(dot_words<T, W>(wv, xv, lane, kw));
     if (lane == 0) {
       float v = acc + b;
       if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);

@@ -64,17 +64,7 @@ __global__ void __launch_bounds__(kThreads) gemv_wide_kernel(const T* __restrict
   for (int row = first; row < end; ++row) {
     uint4 next[W];
     fetch(row + 1, next);  // zeros past this group's rows
-    float acc = 0;
-#pragma unroll
-    for (int u = 0; u < W; ++u)
-      if (p0 + lane + u * 32 < p1) {
-        float wf[8], xf[8];
-        widen8<T>(wv[u], wf);
-        widen8<T>(xv[u], xf);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc = fmaf(wf[j], xf[j], acc);
-      }
-    acc = warp_sum(acc);
+    const float acc = warp_sum(dot_words<T, W>(wv, xv, p0 + lane, p1));
     if (lane == 0) partial[warp][row - first] = acc;
 #pragma unroll
     for (int u = 0; u < W; ++u) wv[u] = next[u];

@@ -30,6 +30,23 @@ __device__ __forceinline__ void widen8(const uint4& raw, float (&out)[8]) {
   for (int i = 0; i < 8; ++i) out[i] = to_float(h[i]);
 }
 
+// A lane's share of a dot product held in registers: words u whose index first + 32·u is
+// below limit, eight 16-bit products each, summed in order in fp32 (the one-row kernels).
+template <class T, int W>
+__device__ __forceinline__ float dot_words(const uint4 (&w)[W], const uint4 (&x)[W], int first, int limit) {
+  float acc = 0;
+#pragma unroll
+  for (int u = 0; u < W; ++u)
+    if (first + u * 32 < limit) {
+      float wf[8], xf[8];
+      widen8<T>(w[u], wf);
+      widen8<T>(x[u], xf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc = fmaf(wf[j], xf[j], acc);
+    }
+  return acc;
+}
+
 __device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
 
 __device__ __forceinline__ float warp_sum(float v) {
