@@ -102,9 +102,8 @@ double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> 
                  [&](DecoderState& state, std::span<const int32_t> tokens) { model.decode(state, tokens, 1); });
 }
 
-// The same steps when the token is chosen next to the logits (decode_select: the GPU fast
-// path's greedy step, with the default filters and timestamp rules).
-double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+// The default filters and timestamp rules of a transcription, for the steps below.
+SelectionRules default_rules(const WhisperModel& model) {
   const HParams& hp = model.hparams();
   auto tokenizer = Tokenizer::for_vocab_size(hp.n_vocab);
   const DecodingVocabulary vocab = make_decoding_vocabulary(*tokenizer, hp);
@@ -118,10 +117,35 @@ double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> a
   rules.timestamp_begin = vocab.specials.timestamp_begin;
   rules.no_timestamps = vocab.specials.no_timestamps;
   rules.max_initial_timestamp = 50;
-  const std::vector<SampledSummary> summaries(rows, SampledSummary{3, 400, 401, vocab.specials.timestamp_begin});
+  return rules;
+}
+
+// The same steps when the token is chosen next to the logits (decode_select: the GPU fast
+// path's greedy step, with the default filters and timestamp rules).
+double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+  const SelectionRules rules = default_rules(model);
+  const std::vector<SampledSummary> summaries(rows, SampledSummary{3, 400, 401, rules.timestamp_begin});
   return step_ms(model, audio, rows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
     model.decode_select(state, tokens, rules, summaries, 1);
   });
+}
+
+// Greedy decoding as a transcription runs it on the fast path: the device one step ahead
+// of the host, each chosen token fed back on the device (decode_greedy). Median over runs
+// of (time for args.tokens steps) / args.tokens.
+double greedy_ahead_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, const BenchArgs& args) {
+  const SelectionRules rules = default_rules(model);
+  std::vector<double> per_step;
+  for (int r = 0; r < std::max(2, args.runs); ++r) {
+    auto state = model.new_state(audio, 1);
+    model.decode(*state, std::vector<int32_t>{50258, 50259, 50359, 50363}, 4);
+    const double ms = time_ms([&] {
+      model.decode_greedy(*state, 400, rules, SampledSummary{3, 400, 401, rules.timestamp_begin}, args.tokens,
+                          [](const TokenChoice&) { return true; });
+    });
+    if (r > 0) per_step.push_back(ms / args.tokens);  // the first run records the steps
+  }
+  return median(per_step);
 }
 
 // Bytes a batch-1 decoder step reads: every decoder weight it multiplies (the
@@ -222,6 +246,11 @@ void run_bench(const BenchArgs& args) {
       const double select = select_step_ms(*model, audio, rows, args);
       out["decoder_select_ms_per_step"][std::to_string(rows)] = select;
       std::printf("decoder      %8.3f ms / step at batch %d (median; token chosen on the device)\n", select, rows);
+      if (rows == 1) {
+        const double ahead = greedy_ahead_step_ms(*model, audio, args);
+        out["decoder_ahead_ms_per_step"] = ahead;
+        std::printf("decoder      %8.3f ms / step at batch 1 (greedy, the device one step ahead of the host)\n", ahead);
+      }
     }
   }
   const double window_ms = out["mel_ms"].get<double>() + out["encoder_ms_per_window"].begin()->get<double>() +

@@ -1,6 +1,9 @@
 // The Backend methods that have a default: compositions of the other ops.
 #include "core/backend.h"
 
+#include "core/token_select_rules.h"
+#include "hark/error.h"
+
 namespace hark {
 
 void Backend::norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
@@ -15,6 +18,17 @@ void Backend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const Ten
   Tensor h = alloc(x.shape(), x.dtype());
   layer_norm(x, gamma, beta, eps, h);
   linear_packed(h, ws, biases, y);
+}
+
+// Where tensors live on the host (the CPU backend): the selection, then the feed-back.
+void Backend::select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) {
+  if (spec.device() != Device::Cpu || out.device() != Device::Cpu || inputs.device() != Device::Cpu)
+    throw Error(ErrorCode::Internal, "[backend] select_and_feed has no device version on " + name());
+  select_tokens(logits, spec, k, out);
+  const int rows = static_cast<int>(logits.dim(0));
+  int32_t* choices = out.data<int32_t>();
+  for (int r = 0; r < rows; ++r)
+    select_feed_back(spec.data<int32_t>(), r, choices[static_cast<int64_t>(r) * k * 2], inputs.data<int32_t>(), rows);
 }
 
 }  // namespace hark

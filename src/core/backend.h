@@ -167,6 +167,18 @@ class Backend {
   // the packed K/V to it; cross_attention reads it): the activation dtype unless the
   // backend stores them more compactly (the CPU's quantized compute types).
   virtual DType cross_kv_dtype() const { return act_dtype(); }
+
+  // select_tokens, then each row's best token fed back as the next step's input
+  // (select_feed_back, core/token_select_rules.h): `inputs` are the decoder's i32 step
+  // inputs (lengths[rows] | row_window[rows] | tokens[rows]) and `spec`'s row summaries
+  // advance, both on this device. Greedy decoding may then launch step t + 1 before it has
+  // read step t's choice (WhisperModel::decode_greedy). Allowed inside replay().
+  virtual void select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs);
+  // A point in the queue of device work, and a wait until the device has passed it (at
+  // least: a mark may be waited for late, or twice). A backend without a queue (the CPU)
+  // returns 0 and waits for nothing.
+  virtual uint64_t mark() { return 0; }
+  virtual void wait_for(uint64_t mark) { (void)mark, synchronize(); }
 };
 
 struct BackendOptions {

@@ -233,6 +233,16 @@ void select_tokens(Backend& be, const Tensor& logits, const Tensor& spec, int k,
   be.select_tokens(logits, spec, k, out);
 }
 
+void select_and_feed(Backend& be, const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) {
+  if (logits.rank() != 2 || logits.dtype() != DType::F32) shape_error("select_and_feed", "logits " + logits.describe());
+  const int rows = static_cast<int>(logits.dim(0)), vocab = static_cast<int>(logits.dim(1));
+  require_i32("select_and_feed", spec, select_spec_size(vocab, rows), "spec");
+  if (k < 1 || k > 16) shape_error("select_and_feed", "k must be 1..16, got " + std::to_string(k));
+  require_i32("select_and_feed", out, static_cast<int64_t>(rows) * k * 2, "out");
+  require_i32("select_and_feed", inputs, 3LL * rows, "inputs");
+  be.select_and_feed(logits, spec, k, out, inputs);
+}
+
 Tensor transpose(Backend& be, const Tensor& x) {
   require_act("transpose", be, x, "input");
   if (x.rank() != 2) shape_error("transpose", "expected a 2-D tensor, got " + x.describe());

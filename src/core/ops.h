@@ -42,6 +42,10 @@ Tensor embedding(Backend& be, const Tensor& table, const Tensor& positions, cons
 // The k best filtered tokens of each row of f32 logits [rows, vocab] (core/token_select.h):
 // writes i32 [rows, k, 2] into `out` (allocated by the caller on the backend's device).
 void select_tokens(Backend& be, const Tensor& logits, const Tensor& spec, int k, Tensor& out);
+// select_tokens, then each row's best token fed back into the spec's row summaries and the
+// next step's i32 `inputs` (lengths | row_window | tokens, one token per row):
+// Backend::select_and_feed.
+void select_and_feed(Backend& be, const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs);
 // y = xᵀ for a 2-D activation.
 Tensor transpose(Backend& be, const Tensor& x);
 // x stored as `dtype` on the backend (x itself when it already is).

@@ -65,4 +65,23 @@ HARK_HOST_DEVICE inline bool select_masked(const int32_t* spec, const int32_t* r
   return false;
 }
 
+// Greedy decoding with the token fed back where it was chosen (Backend::select_and_feed):
+// row r's choice `token` becomes the row's next step input — tokens follow the decoder's
+// step inputs, i32 lengths[rows] | row_window[rows] | tokens[rows] — and the last entry of
+// the row's summary in `spec`, so the next step may run before the host has read this
+// one's choice. A row that has ended stays ended, as GreedyDecoder continues it with EOT.
+// Returns the token fed back.
+HARK_HOST_DEVICE inline int select_feed_back(int32_t* spec, int r, int token, int32_t* inputs, int rows) {
+  using namespace select_spec;
+  int32_t* row = spec + kHeader + spec[kMaskWords] + r * kRowFields;
+  if (row[0] > 0 && row[1] == spec[kEot]) token = spec[kEot];
+  row[2] = row[1];
+  row[1] = token;
+  row[0] += 1;
+  if (token >= spec[kTimestampBegin]) row[3] = token;
+  inputs[r] += 1;
+  inputs[2 * rows + r] = token;
+  return token;
+}
+
 }  // namespace hark

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "core/text.h"
@@ -23,11 +24,50 @@ std::vector<int> python_tail(const std::vector<int>& tokens, int n) {
   return {tokens.begin() + start, tokens.end()};
 }
 
+// Measurement switches of the fast path (docs/gpu.md): NAME=0 turns one off.
+bool switch_on(const char* name) {
+  const char* value = std::getenv(name);
+  return !(value && std::string(value) == "0");
+}
+
 }  // namespace
 
 std::vector<TokenChoice> Inference::step_select(std::span<const int32_t>, const SelectionRules&,
                                                 std::span<const SampledSummary>, int) {
   throw Error(ErrorCode::Internal, "[decode] this inference cannot choose tokens itself");
+}
+
+int Inference::greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
+                            const std::function<bool(const TokenChoice&)>& on_choice) {
+  int handed = 0;
+  while (handed < max_steps) {
+    const TokenChoice choice = step_select(std::span<const int32_t>(&token, 1), rules,
+                                           std::span<const SampledSummary>(&summary, 1), 1).at(0);
+    ++handed;
+    if (!on_choice(choice)) break;
+    token = summary.count > 0 && summary.last == rules.eot ? rules.eot : choice.token;
+    summary.penultimate = summary.last;
+    summary.last = token;
+    summary.count += 1;
+    if (token >= rules.timestamp_begin) summary.last_timestamp = token;
+  }
+  return handed;
+}
+
+std::vector<float> Inference::step_two_positions(std::span<const int32_t> tokens, int n_new, int position) {
+  if (n_new < 2 || position < 0 || position >= n_new - 1 || tokens.size() % n_new != 0)
+    throw Error(ErrorCode::Internal, "[decode] step_two_positions needs a position before the last");
+  const size_t rows = tokens.size() / n_new;
+  auto columns = [&](int from, int to) {
+    std::vector<int32_t> out;
+    for (size_t r = 0; r < rows; ++r)
+      out.insert(out.end(), tokens.begin() + r * n_new + from, tokens.begin() + r * n_new + to);
+    return out;
+  };
+  std::vector<float> both = step(columns(0, position + 1), position + 1);
+  const std::vector<float> last = step(columns(position + 1, n_new), n_new - position - 1);
+  both.insert(both.end(), last.begin(), last.end());
+  return both;
 }
 
 double compression_ratio(const std::string& text) {
@@ -185,22 +225,42 @@ DecodingResult DecodingTask::run(Inference& inference) {
   inference.begin(n_group_);
   // The first forward runs up to <|startoftranscript|> to read the no-speech probability
   // there, then the rest of the initial tokens; the cache makes this equal to one pass.
-  const size_t head = sot_index_ + 1;
-  std::vector<float> logits = inference.step(flatten_columns(tokens, 0, head), static_cast<int>(head));
-  if (s.no_speech >= 0) {
-    std::vector<float> logprobs;
-    log_softmax(std::span<const float>(logits.data(), logits.size() / n_group_), logprobs);
-    result.no_speech_prob = std::exp(logprobs.at(s.no_speech));
-  }
-  if (initial_tokens_.size() > head)
-    logits = inference.step(flatten_columns(tokens, head, initial_tokens_.size()),
-                            static_cast<int>(initial_tokens_.size() - head));
-
   // Greedy and beam search at T = 0 may choose next to the logits (the GPU fast path):
   // then only k tokens per row come back instead of the vocabulary.
   const bool select = options_.temperature == 0 && inference.can_select();
+  const size_t head = sot_index_ + 1;
+  std::vector<float> logits, at_sot;
+  if (select && initial_tokens_.size() > head && switch_on("HARK_PROMPT_ONE_PASS")) {
+    // The fast path takes the prompt in one pass with both positions' logits.
+    logits = inference.step_two_positions(flatten_columns(tokens, 0, initial_tokens_.size()),
+                                          static_cast<int>(initial_tokens_.size()), sot_index_);
+    at_sot.assign(logits.begin(), logits.begin() + logits.size() / 2);
+    logits.erase(logits.begin(), logits.begin() + logits.size() / 2);
+  } else {
+    at_sot = logits = inference.step(flatten_columns(tokens, 0, head), static_cast<int>(head));
+    if (initial_tokens_.size() > head)
+      logits = inference.step(flatten_columns(tokens, head, initial_tokens_.size()),
+                              static_cast<int>(initial_tokens_.size() - head));
+  }
+  if (s.no_speech >= 0) {
+    std::vector<float> logprobs;
+    log_softmax(std::span<const float>(at_sot.data(), at_sot.size() / n_group_), logprobs);
+    result.no_speech_prob = std::exp(logprobs.at(s.no_speech));
+  }
+
   const int k = options_.beam_size > 0 ? options_.beam_size + 1 : 1;
+  // Greedy on the fast path: the device one step ahead of this loop (greedy_steps).
+  const bool ahead = select && options_.beam_size <= 0 && n_group_ == 1 && switch_on("HARK_GREEDY_LAG");
   for (int i = 0; i < sample_len_; ++i) {
+    if (i > 0 && ahead) {
+      const std::span<const int> sampled = std::span<const int>(tokens[0]).subspan(sample_begin());
+      inference.greedy_steps(tokens[0].back(), selection_, SampledSummary::of(sampled, s.timestamp_begin),
+                             sample_len_ - i, [&](const TokenChoice& choice) {
+                               const StepResult step = decoder->update_choices(tokens, {&choice, 1}, 1, sum_logprobs);
+                               return !step.completed && static_cast<int>(tokens[0].size()) <= vocab_.n_text_ctx;
+                             });
+      break;
+    }
     const std::vector<int32_t> last = flatten_columns(tokens, tokens[0].size() - 1, tokens[0].size());
     StepResult step;
     if (i > 0 && select) {

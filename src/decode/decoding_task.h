@@ -37,6 +37,17 @@ class Inference {
   // filters of `rules` with log-probabilities ([rows × k], best first).
   virtual std::vector<TokenChoice> step_select(std::span<const int32_t> tokens, const SelectionRules& rules,
                                                std::span<const SampledSummary> rows, int k);
+  // Greedy decoding of one row from `token`, choosing next to the logits (step_select
+  // with k = 1): hands each step's choice to `on_choice` until it returns false or
+  // max_steps are done; returns the choices handed over. The row's summary advances as
+  // GreedyDecoder advances the row (an ended row stays ended). The default steps one at a
+  // time; ModelInference lets the device run one step ahead of the host.
+  virtual int greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
+                           const std::function<bool(const TokenChoice&)>& on_choice);
+  // The window's prompt (n_new tokens per row, row-major): the logits of every row at
+  // `position` of the new tokens, then at the last, [2 × rows × n_vocab]. The default
+  // steps twice (up to `position`, then the rest); ModelInference may take one pass.
+  virtual std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position);
 };
 
 // The options of one window, as the reference's DecodingOptions. 0 / empty = unset.

@@ -19,6 +19,11 @@ class ModelInference : public Inference {
   bool can_select() const override { return model_.selects_on_device(); }
   std::vector<TokenChoice> step_select(std::span<const int32_t> tokens, const SelectionRules& rules,
                                        std::span<const SampledSummary> rows, int k) override;
+  // On the fast path: the device one step ahead (WhisperModel::decode_greedy), the prompt
+  // in one pass (decode_two_positions). Elsewhere Inference's defaults.
+  int greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
+                   const std::function<bool(const TokenChoice&)>& on_choice) override;
+  std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position) override;
 
  private:
   WhisperModel& model_;

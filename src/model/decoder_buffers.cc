@@ -36,7 +36,8 @@ std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, co
   const int64_t n_inputs = 2LL * shape.batch + static_cast<int64_t>(shape.batch) * hp.n_text_ctx;
   set->host_inputs = be.alloc_host({n_inputs}, DType::I32);
   set->inputs = be.alloc({n_inputs}, DType::I32);
-  set->host_logits = be.alloc_host({shape.batch, hp.n_vocab}, DType::F32);
+  // Twice the rows for decode_two_positions (not in slot states, which never use it).
+  set->host_logits = be.alloc_host({(slots ? 1 : 2) * shape.batch, hp.n_vocab}, DType::F32);
   const int64_t spec = select_spec_size(hp.n_vocab, shape.batch);
   set->host_spec = be.alloc_host({spec}, DType::I32);
   set->spec = be.alloc({spec}, DType::I32);
@@ -62,8 +63,12 @@ void DecoderBufferPool::forget(const DecoderBuffers& buffers) {
   // The plain step's record and one per choice count (decode_select).
   for (uint64_t k = 0; k <= DecoderBuffers::kMaxChoices; ++k) backend_->forget_replay(buffers.id << 8 | k);
   if (buffers.slots) backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kSlotStepKey);
-  for (uint64_t n = 2; n <= DecoderBuffers::kMaxRecordedPrefill; ++n)
+  for (uint64_t n = 2; n <= DecoderBuffers::kMaxRecordedPrefill; ++n) {
     backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kPrefillKey | n);
+    backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kTwoPositionsKey | n);
+  }
+  for (uint64_t key : {DecoderBuffers::kGreedyFirstKey, DecoderBuffers::kGreedyNextKey, DecoderBuffers::kGreedyNextKey + 1})
+    backend_->forget_replay(buffers.id << 8 | key);
 }
 
 }  // namespace hark

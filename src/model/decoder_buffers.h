@@ -34,7 +34,7 @@ struct DecoderBuffers {
   // Step inputs, i32: lengths[batch] | row_window[batch] | tokens[batch·n_new]; the host
   // side is written before each step and copied to the device inside it.
   Tensor host_inputs, inputs;
-  Tensor host_logits;  // f32 [batch, n_vocab]: the last position of each row
+  Tensor host_logits;  // f32 [2·batch, n_vocab]: the last position of each row (and another)
   // Token selection next to the logits (decode_select): the filters' spec and the choices.
   Tensor host_spec, spec;        // i32 select_spec_size(n_vocab, batch)
   Tensor host_choices, choices;  // i32 [batch, kMaxChoices, 2]
@@ -47,6 +47,11 @@ struct DecoderBuffers {
   // need a recording and an arena of their own.
   static constexpr int kMaxRecordedPrefill = 8;
   static constexpr uint64_t kPrefillKey = 0x80;
+  // decode_two_positions' prompt (position 0 and the last), kTwoPositionsKey | n_new.
+  static constexpr uint64_t kTwoPositionsKey = 0x90;
+  // decode_greedy: its first step (inputs from the host), then the fed-back steps, one
+  // record per host buffer of the choices (two, used in turn).
+  static constexpr uint64_t kGreedyFirstKey = 0x40, kGreedyNextKey = 0x41;
 };
 
 class DecoderBufferPool {

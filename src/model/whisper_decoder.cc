@@ -107,17 +107,19 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
         buf.id << 8 | (n_new > 1 ? DecoderBuffers::kPrefillKey | static_cast<uint64_t>(n_new) : uint64_t{0});
     be.replay(key, [&] {
       Tensor logits = decoder_forward(state, n_new, false, nullptr);
-      be.copy_async(logits, buf.host_logits);
+      Tensor host = buf.host_logits.rows(0, batch);
+      be.copy_async(logits, host);
     });
     be.synchronize();
-    result = buf.host_logits.clone();
+    result = buf.host_logits.rows(0, batch).clone();
   }
   for (int r = 0; r < batch; ++r) state.lengths_[r] += n_new;
   return result;
 }
 
 Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_positions,
-                                     CrossAttentionCapture* capture, int first, int count) {
+                                     CrossAttentionCapture* capture, int first, int count, bool stage,
+                                     int also_position) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
   DecoderBuffers& buf = *state.buffers_;
@@ -132,7 +134,7 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
   const std::span<const int32_t> row_window_host =
       std::span<const int32_t>(state.row_window_).subspan(static_cast<size_t>(first), static_cast<size_t>(batch));
   Tensor staged = buf.host_inputs.rows(0, n_inputs), inputs = buf.inputs.rows(0, n_inputs);
-  be.copy_async(staged, inputs);
+  if (stage) be.copy_async(staged, inputs);
   const Tensor lengths = inputs.rows(0, batch), row_window = inputs.rows(batch, 2 * batch);
   const Tensor ids = inputs.rows(2 * batch, n_inputs);
   Tensor x = ops::embedding(be, *layers_.token_embedding, *layers_.decoder_positions, ids, lengths, n_new);
@@ -160,11 +162,17 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
     mlp_residual(be, x, l.mlp_ln, l.mlp);
   }
   Tensor hidden = x;
-  if (!all_positions && n_new > 1) {  // only each row's last position goes on
-    hidden = be.alloc({batch, d}, be.act_dtype());
+  if (!all_positions && n_new > 1) {  // only each row's last position goes on (and also_position's)
+    const bool two = also_position >= 0 && also_position < n_new;
+    hidden = be.alloc({two ? 2 * batch : batch, d}, be.act_dtype());
+    auto keep = [&](int r, int position, int64_t to) {
+      Tensor dst = hidden.rows(to, to + 1);
+      const int64_t from = static_cast<int64_t>(r) * n_new + position;
+      be.copy(x.rows(from, from + 1), dst);
+    };
     for (int r = 0; r < batch; ++r) {
-      Tensor dst = hidden.rows(r, r + 1);
-      be.copy(x.rows(static_cast<int64_t>(r) * n_new + n_new - 1, static_cast<int64_t>(r + 1) * n_new), dst);
+      if (two) keep(r, also_position, r);
+      keep(r, n_new - 1, two ? batch + r : r);
     }
   }
   // Logits use the token embedding as the output projection (tied weights), in fp32.

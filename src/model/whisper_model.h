@@ -3,6 +3,7 @@
 // computed once per audio window and shared by every row that reads it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,20 @@ class WhisperModel {
   // Whether decode_select is the fast way to decode on this backend.
   bool selects_on_device() const { return backend_->prefers_device_selection(); }
 
+  // Greedy decoding with a one-step lag (model/decoder_greedy.cc): appends `token` to the
+  // state's one row, then keeps stepping with each chosen token fed back on the device, so
+  // that step t + 1 is queued before the host reads step t's choice. `on_choice` gets the
+  // choices in order (k = 1, with the row's summary `summary` advanced by each) and
+  // returns whether to go on; at most `max_steps` steps, fewer where the text context ends.
+  // Returns the number of choices handed over. One step beyond the last one handed over
+  // may have run on the device (its position in the cache is never read).
+  int decode_greedy(DecoderState& state, int32_t token, const SelectionRules& rules, const SampledSummary& summary,
+                    int max_steps, const std::function<bool(const TokenChoice&)>& on_choice);
+  // A window's prompt in one pass where decode() would take two: appends `n_new` tokens to
+  // every row and returns the logits at position `position` of the new tokens, then at the
+  // last: [2, batch, n_vocab] on the host (the no-speech probability is read at the first).
+  Tensor decode_two_positions(DecoderState& state, std::span<const int32_t> tokens, int n_new, int position);
+
   // Beam bookkeeping: row i of the new state continues row source[i] of the old one.
   // Self-attention caches are gathered; the audio (and its cross K/V) is never copied.
   void reorder(DecoderState& state, std::span<const int> source);
@@ -159,8 +174,11 @@ class WhisperModel {
   void encoder_block(Tensor& x, int batch, int layer);
   // The decoder's forward pass over the state's staged inputs; returns logits on the device.
   // Rows [first, first + count) only when count ≥ 0 (a group's prefill in a slot state).
+  // stage = false: the inputs are already on the device (fed back by select_and_feed).
+  // also_position ≥ 0 (with n_new > 1, not all_positions): the logits of every row at that
+  // position come first, [2·batch, n_vocab] — the no-speech position of a window's prompt.
   Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture,
-                         int first = 0, int count = -1);
+                         int first = 0, int count = -1, bool stage = true, int also_position = -1);
   // Rows [first, first + count) take n_new tokens each (count < 0: every row from first).
   void validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new, int first = 0,
                      int count = -1) const;

@@ -48,8 +48,11 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
   // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "all") wide_in_lt_ = false;
-  // And one row wider than 2048 (the MLP's second product) through gemv_one_row_wide.cu.
-  if (const char* env = std::getenv("HARK_CUDA_GEMV_ONE_ROW"); env && std::string(env) == "wide") wide_one_row_ = true;
+  // One row wider than 2048 (the MLP's second product) goes to gemv_one_row_wide.cu;
+  // HARK_CUDA_GEMV_ONE_ROW=narrow (or =0, which turns off both one-row kernels) sends it
+  // to cuBLASLt's split-K again.
+  if (const char* env = std::getenv("HARK_CUDA_GEMV_ONE_ROW"); env && (std::string(env) == "narrow" || std::string(env) == "0"))
+    wide_one_row_ = false;
 }
 
 std::string CudaBackend::name() const {
@@ -150,7 +153,8 @@ bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
   // with the norm fused: 12.4 with a separate norm) and 11.1 against 13.6 (1280 × 5120);
   // gemv.cu wins on the square 1280 × 1280 ones and on the logits.
   // One row up to 2048 wide (the MLP's first product of a greedy step): gemv_one_row.cu
-  // beats cuBLASLt there (0.267 against 0.273 ms per turbo step).
+  // beats cuBLASLt there (0.267 against 0.273 ms per turbo step). One row 5120 wide (the
+  // MLP's second): gemv_one_row_wide.cu, 0.264 -> 0.253 ms per step (run-all.sh ab).
   if (cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k))) return false;
   if (wide_one_row_ && cuda::gemv_one_row_wide_applies(static_cast<int>(m), static_cast<int>(k))) return false;
   return wide_in_lt_ && m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
@@ -332,9 +336,43 @@ void CudaBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k,
     throw Error(ErrorCode::Internal, "[cuda] select_tokens reads and writes GPU tensors");
   const int rows = static_cast<int>(logits.dim(0));
   Tensor scratch = alloc({cuda::select_tokens_scratch(rows, k)}, DType::F32);
-  cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), spec.data<int32_t>(), k,
-                      scratch.data<float>(), out.data<int32_t>(), stream_);
+  // The kernel writes the spec only when feeding back (select_and_feed).
+  cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), const_cast<int32_t*>(spec.data<int32_t>()),
+                      k, scratch.data<float>(), out.data<int32_t>(), stream_);
   cuda::check_launch("select_tokens");
+}
+
+void CudaBackend::select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) {
+  cuda::use_device(device_index_);
+  if (logits.device() != Device::Cuda || spec.device() != Device::Cuda || out.device() != Device::Cuda ||
+      inputs.device() != Device::Cuda)
+    throw Error(ErrorCode::Internal, "[cuda] select_and_feed reads and writes GPU tensors");
+  const int rows = static_cast<int>(logits.dim(0));
+  Tensor scratch = alloc({cuda::select_tokens_scratch(rows, k)}, DType::F32);
+  cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), spec.data<int32_t>(), k,
+                      scratch.data<float>(), out.data<int32_t>(), stream_, inputs.data<int32_t>());
+  cuda::check_launch("select_and_feed");
+}
+
+uint64_t CudaBackend::mark() {
+  cuda::use_device(device_index_);
+  const uint64_t id = next_mark_.fetch_add(1);
+  cudaEvent_t& event = marks_[id % kMarks];
+  {
+    std::lock_guard<std::mutex> lock(marks_mutex_);
+    if (!event) check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  check(cudaEventRecord(event, stream_), "cudaEventRecord");
+  return id;
+}
+
+void CudaBackend::wait_for(uint64_t mark) {
+  cuda::use_device(device_index_);
+  // An event recorded again since marks the later point: waiting for it waits longer, never
+  // too little (stream order).
+  cudaEvent_t event = marks_[mark % kMarks];
+  if (!event) return synchronize();
+  check(cudaEventSynchronize(event), "waiting for the GPU");
 }
 
 }  // namespace hark

@@ -8,6 +8,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +62,9 @@ class CudaBackend final : public Backend {
   void gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
                         std::span<const int> lengths) override;
   void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
+  void select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) override;
+  uint64_t mark() override;
+  void wait_for(uint64_t mark) override;
   bool prefers_device_selection() const override { return act_ != DType::F32; }
   Tensor log_mel(std::span<const float> samples, int64_t pad, const Tensor& filters) override;
   Tensor to_device(const Tensor& host) override;
@@ -127,8 +132,13 @@ class CudaBackend final : public Backend {
   bool graphs_enabled_ = true;
   bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too
   bool lt_for_few_rows_ = false;  // HARK_CUDA_GEMV=lt: cuBLASLt for decoder steps too (measurements)
-  bool wide_one_row_ = false;     // HARK_CUDA_GEMV_ONE_ROW=wide: gemv_one_row_wide.cu (measurements)
+  bool wide_one_row_ = true;      // one row wider than 2048 in gemv_one_row_wide.cu (=narrow: cuBLASLt)
   std::map<uint64_t, std::unique_ptr<Replay>> replays_;
+  // mark()'s events, reused round robin (a caller waits for one of the last few marks).
+  static constexpr uint64_t kMarks = 16;
+  std::array<cudaEvent_t, kMarks> marks_{};
+  std::atomic<uint64_t> next_mark_{0};
+  std::mutex marks_mutex_;
   // While a step is measured or recorded, alloc() serves it from this arena: first fit
   // over the blocks its tensors gave back, so a step needs its peak of live memory, not
   // the sum of its temporaries (an encoder window: about 1.2 GB in all,

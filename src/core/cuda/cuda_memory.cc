@@ -35,6 +35,8 @@ CudaBackend::~CudaBackend() {
     if (r->arena) cudaFree(r->arena);
   }
   replays_.clear();
+  for (cudaEvent_t event : marks_)
+    if (event) cudaEventDestroy(event);
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     weights_.clear();

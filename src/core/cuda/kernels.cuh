@@ -54,7 +54,7 @@ struct GemvNorm {
 };
 // y[m, n] (row stride ldy, element type y_dt = dt or F32) = x[m, k]·w[n, k]ᵀ + bias, then
 // the epilogue; m ≤ kGemvMaxRows, k a multiple of 8; w, x, bias in dt (f16 or bf16).
-// wide_one_row: one row wider than 2048 goes to gemv_one_row_wide.cu (a measurement switch).
+// wide_one_row: one row wider than 2048 goes to gemv_one_row_wide.cu (the backend's default).
 void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
           int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm = nullptr,
           bool wide_one_row = false);
@@ -97,10 +97,12 @@ void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv
 
 // ---- token_select.cu -------------------------------------------------------------------
 // Backend::select_tokens: out[rows, k, 2] i32 (token, log-probability bits), all on the
-// device; `scratch` holds select_tokens_scratch() floats.
+// device; `scratch` holds select_tokens_scratch() floats. With `feed` (the decoder's step
+// inputs, Backend::select_and_feed) each row's best token is fed back into it and into
+// the spec's row summary.
 int64_t select_tokens_scratch(int rows, int k);
-void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, float* scratch, int32_t* out,
-                   cudaStream_t stream);
+void select_tokens(const float* logits, int rows, int vocab, int32_t* spec, int k, float* scratch, int32_t* out,
+                   cudaStream_t stream, int32_t* feed = nullptr);
 
 // ---- mel.cu: the log-mel front end ------------------------------------------------------
 // out[frames, 400]: Hann-windowed frames of `samples` (n of them) padded with zeros to

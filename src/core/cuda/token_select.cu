@@ -134,8 +134,9 @@ __global__ void __launch_bounds__(kThreads) select_parts(const float* __restrict
   }
 }
 
-__global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict__ parts, const int32_t* __restrict__ spec,
-                                                         int k, int n_parts, int32_t* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict__ parts, int32_t* __restrict__ spec,
+                                                         int k, int n_parts, int32_t* __restrict__ out,
+                                                         int32_t* __restrict__ feed) {
   pdl_enter();
   __shared__ Best best_scratch[kThreads / 32];
   __shared__ Lse lse_scratch[kThreads / 32];
@@ -172,6 +173,10 @@ __global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict
       const bool found = b.index >= 0;
       out[(static_cast<int64_t>(r) * k + c) * 2] = found ? b.index : spec[kEot];
       out[(static_cast<int64_t>(r) * k + c) * 2 + 1] = __float_as_int(found ? b.value - lse : -INFINITY);
+      // Greedy one-step lag: the best token becomes the next step's input here. Every
+      // block of select_parts has finished reading the row summaries (this kernel began
+      // after them), and each block writes only its own row.
+      if (feed && c == 0) select_feed_back(spec, r, found ? b.index : spec[kEot], feed, gridDim.x);
     }
     if (b.index >= 0) prev_value = b.value, prev_index = b.index;
     else prev_value = -INFINITY, prev_index = 0x7fffffff;  // nothing left: the rest are EOT, −∞
@@ -182,13 +187,13 @@ __global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict
 
 int64_t select_tokens_scratch(int rows, int k) { return static_cast<int64_t>(rows) * kMaxParts * part_floats(k); }
 
-void select_tokens(const float* logits, int rows, int vocab, const int32_t* spec, int k, float* scratch, int32_t* out,
-                   cudaStream_t stream) {
+void select_tokens(const float* logits, int rows, int vocab, int32_t* spec, int k, float* scratch, int32_t* out,
+                   cudaStream_t stream, int32_t* feed) {
   if (rows <= 0) return;
   if (k < 1 || k > kMaxK) throw Error(ErrorCode::InvalidArgument, "[cuda] select_tokens keeps 1 to 16 tokens per row");
   const int parts = kMaxParts;
   launch_kernel(select_parts, dim3(parts, static_cast<unsigned>(rows)), kThreads, 0, stream, logits, vocab, spec, k, scratch);
-  launch_kernel(select_merge, static_cast<unsigned>(rows), kThreads, 0, stream, scratch, spec, k, parts, out);
+  launch_kernel(select_merge, static_cast<unsigned>(rows), kThreads, 0, stream, scratch, spec, k, parts, out, feed);
 }
 
 }  // namespace hark::cuda

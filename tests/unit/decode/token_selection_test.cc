@@ -5,7 +5,7 @@
 //    argmax / top-k of log_softmax;
 //  - whole DecodingTask runs (greedy with and without timestamps, with a prompt, beam 5)
 //    on the synthetic tiny model give the same tokens through step_select as through the
-//    logits.
+//    logits, and the same again with the prompt in one pass and the model one step ahead.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -114,6 +114,42 @@ class SelectingInference : public ModelInference {
   int selections = 0;
 };
 
+// What ModelInference does on the GPU fast path, here on the CPU: the prompt in one pass,
+// greedy decoding with the model one step ahead (WhisperModel::decode_two_positions,
+// decode_greedy).
+class AheadInference : public SelectingInference {
+ public:
+  AheadInference(WhisperModel& model, std::shared_ptr<const AudioContext> audio)
+      : SelectingInference(model, audio), model_(model), audio_(std::move(audio)) {}
+  void begin(int rows) override {
+    SelectingInference::begin(rows);
+    state_ = model_.new_state(audio_, rows);
+  }
+  std::vector<float> step(std::span<const int32_t> tokens, int n_new) override {
+    return model_.decode(*state_, tokens, n_new).to_vector();
+  }
+  std::vector<TokenChoice> step_select(std::span<const int32_t> tokens, const SelectionRules& rules,
+                                       std::span<const SampledSummary> rows, int k) override {
+    return model_.decode_select(*state_, tokens, rules, rows, k);
+  }
+  void reorder(std::span<const int> source) override { model_.reorder(*state_, source); }
+  int greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
+                   const std::function<bool(const TokenChoice&)>& on_choice) override {
+    ++ahead;
+    return model_.decode_greedy(*state_, token, rules, summary, max_steps, on_choice);
+  }
+  std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position) override {
+    ++one_pass;
+    return model_.decode_two_positions(*state_, tokens, n_new, position).to_vector();
+  }
+  int ahead = 0, one_pass = 0;
+
+ private:
+  WhisperModel& model_;
+  std::shared_ptr<const AudioContext> audio_;
+  std::unique_ptr<DecoderState> state_;
+};
+
 TEST(TokenSelection, DecodingTasksChooseTheSameTokens) {
   auto ckpt = std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hparams_for_size("tiny")));
   WhisperModel model(ckpt, make_cpu_backend({2}));
@@ -138,6 +174,13 @@ TEST(TokenSelection, DecodingTasksChooseTheSameTokens) {
     EXPECT_GT(selecting.selections, 0) << "case " << i;
     EXPECT_EQ(b.tokens, a.tokens) << "case " << i;
     EXPECT_NEAR(b.sum_logprob, a.sum_logprob, 1e-3 * std::max<size_t>(1, a.tokens.size())) << "case " << i;
+    AheadInference ahead(model, audio);
+    const DecodingResult c = DecodingTask(vocab, cases[i]).run(ahead);
+    EXPECT_EQ(ahead.one_pass, 1) << "case " << i;
+    EXPECT_EQ(ahead.ahead, cases[i].beam_size > 0 ? 0 : 1) << "case " << i;
+    EXPECT_EQ(c.tokens, a.tokens) << "case " << i;
+    EXPECT_NEAR(c.sum_logprob, a.sum_logprob, 1e-3 * std::max<size_t>(1, a.tokens.size())) << "case " << i;
+    EXPECT_NEAR(c.no_speech_prob, a.no_speech_prob, 1e-5) << "case " << i;
   }
 }
 

@@ -19,6 +19,7 @@
 #include "audio/audio.h"
 #include "audio/mel.h"
 #include "core/npy.h"
+#include "core/token_select.h"
 #include "model/synthetic.h"
 #include "model/whisper_model.h"
 #include "test_support.h"
@@ -201,6 +202,58 @@ TEST_P(FastPath, BatchedWindowsEqualSingleWindows) {
         << "window " << i;
     EXPECT_LE(test::relative_l2(be.to_host(batch[i]->cross_kv).to_f32(), be.to_host(single->cross_kv).to_f32()), 3e-3)
         << "window " << i;
+  }
+}
+
+// Greedy decoding one step ahead of the host (decode_greedy: each token fed back on the
+// GPU, recorded steps replayed in turn) hands over bit for bit what a decode_select loop
+// chooses, on three windows in a row (measured, recorded, replayed).
+TEST_P(FastPath, GreedyAheadEqualsStepByStep) {
+  const auto [size, compute] = GetParam();
+  Models m = make_models(size, compute);
+  WhisperModel& model = *m.fast;
+  const Tensor mel = window_mel(size, model.hparams().n_mels);
+  const int ts = model.hparams().n_vocab == 51866 ? 50365 : 50364;  // first timestamp token
+  SelectionRules rules;
+  rules.eot = 50257;
+  rules.suppress_blank = true;
+  rules.blank = {220, 50257};
+  rules.suppress = {1, 2, 7, 8, 9, 10, 50358, 50359, 50360};
+  rules.timestamps = true;
+  rules.timestamp_begin = ts;
+  rules.no_timestamps = ts - 1;
+  rules.max_initial_timestamp = 50;
+  const std::vector<int32_t> prompt = {50258, 50259, 50359};
+  constexpr int kAhead = 20;
+  for (int window = 0; window < 3; ++window) {
+    auto audio = model.prepare_audio(mel);
+    std::vector<TokenChoice> want;
+    {
+      auto state = model.new_state(audio);
+      model.decode(*state, prompt, 3);
+      SampledSummary summary;
+      int32_t token = ts;
+      for (int i = 0; i < kAhead; ++i) {
+        const TokenChoice c = model.decode_select(*state, std::span<const int32_t>(&token, 1), rules,
+                                                  std::span<const SampledSummary>(&summary, 1), 1)[0];
+        want.push_back(c);
+        const int next = summary.count > 0 && summary.last == rules.eot ? rules.eot : c.token;
+        summary = {summary.count + 1, next, summary.last, next >= ts ? next : summary.last_timestamp};
+        token = next;
+      }
+    }
+    auto state = model.new_state(audio);
+    model.decode(*state, prompt, 3);
+    std::vector<TokenChoice> got;
+    model.decode_greedy(*state, ts, rules, SampledSummary{}, kAhead, [&](const TokenChoice& c) {
+      got.push_back(c);
+      return true;
+    });
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].token, want[i].token) << "window " << window << " step " << i;
+      EXPECT_EQ(got[i].logprob, want[i].logprob) << "window " << window << " step " << i;
+    }
   }
 }
 
