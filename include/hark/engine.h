@@ -46,6 +46,9 @@ struct BatchStats {
   int windows_waiting = 0;   // windows waiting for the encoder
   uint64_t steps = 0, rows_stepped = 0;  // decoder steps so far, and the rows they advanced
   uint64_t prefills = 0, encoder_calls = 0, windows_encoded = 0;
+  // Tokens of greedy runs that the scheduler handed over and fed back itself (the GPU fast
+  // path), without waking the run's thread between steps.
+  uint64_t tokens_fed_back = 0;
   // Seconds the scheduler's thread spent in decoder steps, waiting for the groups' tokens
   // before a step, in prefills and in encoder calls.
   double step_seconds = 0, gather_seconds = 0, prefill_seconds = 0, encode_seconds = 0;

@@ -38,6 +38,23 @@ class BatchedInference : public Inference {
     g.call = n_new == 1 ? SequenceGroup::Call::Step : SequenceGroup::Call::Prefill;
     g.tokens.assign(tokens.begin(), tokens.end());
     g.n_new = n_new;
+    g.also_position = -1;
+    g.select = false;
+    s_.call(g, lock);
+    return std::move(g.logits);
+  }
+
+  // On the fast path the prompt is one prefill returning both positions, as alone.
+  std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position) override {
+    if (!can_select()) return Inference::step_two_positions(tokens, n_new, position);
+    SequenceGroup& g = checked(tokens, n_new);
+    if (n_new < 2 || position < 0 || position >= n_new - 1)
+      throw Error(ErrorCode::Internal, "[batch] step_two_positions needs a position before the last");
+    std::unique_lock lock(s_.mutex);
+    g.call = SequenceGroup::Call::Prefill;
+    g.tokens.assign(tokens.begin(), tokens.end());
+    g.n_new = n_new;
+    g.also_position = position;
     g.select = false;
     s_.call(g, lock);
     return std::move(g.logits);
@@ -60,6 +77,34 @@ class BatchedInference : public Inference {
     g.k = k;
     s_.call(g, lock);
     return std::move(g.choices);
+  }
+
+  // One row choosing next to the logits: the scheduler runs the whole greedy run itself,
+  // handing each choice to on_choice on its thread (SequenceGroup::on_choice).
+  int greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
+                   const std::function<bool(const TokenChoice&)>& on_choice) override {
+    SequenceGroup& g = checked(std::span<const int32_t>(&token, 1), 1);
+    if (g.rows != 1 || !can_select()) return Inference::greedy_steps(token, rules, summary, max_steps, on_choice);
+    if (max_steps <= 0) return 0;
+    std::unique_lock lock(s_.mutex);
+    g.call = SequenceGroup::Call::Step;
+    g.tokens.assign(1, token);
+    g.n_new = 1;
+    g.select = true;
+    g.rules = rules;
+    g.summaries.assign(1, summary);
+    g.k = 1;
+    g.on_choice = &on_choice;
+    g.steps_left = max_steps;
+    g.handed = 0;
+    try {
+      s_.call(g, lock);
+    } catch (...) {
+      g.on_choice = nullptr;
+      throw;
+    }
+    g.on_choice = nullptr;
+    return g.handed;
   }
 
   void reorder(std::span<const int> source) override {
@@ -135,6 +180,18 @@ class ExclusiveInference : public Inference {
                                        std::span<const SampledSummary> rows, int k) override {
     std::vector<TokenChoice> out;
     on_scheduler([&] { out = inner_->step_select(tokens, rules, rows, k); });
+    return out;
+  }
+  // The whole run on the scheduler's thread (on_choice too, while this thread waits).
+  int greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
+                   const std::function<bool(const TokenChoice&)>& on_choice) override {
+    int handed = 0;
+    on_scheduler([&] { handed = inner_->greedy_steps(token, rules, summary, max_steps, on_choice); });
+    return handed;
+  }
+  std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position) override {
+    std::vector<float> out;
+    on_scheduler([&] { out = inner_->step_two_positions(tokens, n_new, position); });
     return out;
   }
 

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -35,10 +36,17 @@ struct SequenceGroup {
   bool done = false;
   std::vector<int32_t> tokens;
   int n_new = 0;
+  int also_position = -1;  // a prefill's second position (Inference::step_two_positions)
   bool select = false;  // choose next to the logits (the GPU fast path)
   SelectionRules rules;
   std::vector<SampledSummary> summaries;
   int k = 0;
+  // A greedy run (Inference::greedy_steps, one row, choosing next to the logits) that the
+  // scheduler advances itself: after each step it hands the choice to *on_choice on its own
+  // thread (the group's thread is asleep in the call, the mutex held) and feeds the token
+  // back, so no step waits for the group's thread to wake and answer.
+  const std::function<bool(const TokenChoice&)>* on_choice = nullptr;
+  int steps_left = 0, handed = 0;
   std::vector<int> pending_reorder;  // beams: applied before the group's next call
   std::vector<float> logits;
   std::vector<TokenChoice> choices;
@@ -110,6 +118,9 @@ struct BatchScheduler::Impl {
   bool run_step(std::unique_lock<std::mutex>& lock);
   void apply_reorder(SequenceGroup& g);
   void finish_call(SequenceGroup& g, std::exception_ptr error = nullptr);
+  // After a step: a greedy run's choice handed over and its next token fed back, or the
+  // call finished.
+  void step_done(SequenceGroup& g);
   void kill(SequenceGroup& g, std::exception_ptr why);
   // batch_inference.cc: the calling thread's side of a group's call.
   void call(SequenceGroup& g, std::unique_lock<std::mutex>& lock);

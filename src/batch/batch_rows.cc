@@ -159,7 +159,7 @@ int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   try {
     apply_reorder(*g);
-    logits = model.decode_rows(*state, g->first, g->rows, g->tokens, g->n_new);
+    logits = model.decode_rows(*state, g->first, g->rows, g->tokens, g->n_new, g->also_position);
   } catch (...) {
     error = std::current_exception();
   }
@@ -197,6 +197,10 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
   const int text_ctx = model.hparams().n_text_ctx;
   for (const auto& g : groups) {
     if (g->first < 0 || !pending(*g, SequenceGroup::Call::Step)) continue;
+    if (state->length(g->first) + 1 > text_ctx && g->on_choice) {  // a greedy run ends with the context
+      finish_call(*g);
+      continue;
+    }
     if (state->length(g->first) + 1 > text_ctx) {  // fails its call alone, not the shared step
       finish_call(*g, std::make_exception_ptr(Error(
                           ErrorCode::InvalidArgument,
@@ -258,9 +262,31 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
     if (error)
       kill(*g, error);
     else
-      finish_call(*g);
+      step_done(*g);
   }
   return true;
+}
+
+void BatchScheduler::Impl::step_done(SequenceGroup& g) {
+  if (!g.on_choice) return finish_call(g);
+  const TokenChoice choice = g.choices.at(0);
+  bool go_on = false;
+  try {
+    go_on = (*g.on_choice)(choice);
+  } catch (...) {
+    return finish_call(g, std::current_exception());
+  }
+  ++g.handed;
+  ++stats.tokens_fed_back;
+  if (!go_on || --g.steps_left <= 0) return finish_call(g);
+  // The next step's token and summary, as select_feed_back advances them on a GPU.
+  SampledSummary& s = g.summaries.at(0);
+  const int token = s.count > 0 && s.last == g.rules.eot ? g.rules.eot : choice.token;
+  s.penultimate = s.last;
+  s.last = token;
+  s.count += 1;
+  if (token >= g.rules.timestamp_begin) s.last_timestamp = token;
+  g.tokens.assign(1, token);  // the call stays pending: the group is ready for the next step
 }
 
 }  // namespace hark

@@ -186,6 +186,10 @@ struct BackendOptions {
   std::string compute_type = "auto";  // activations: auto (f16 on a GPU, f32 on the CPU), f32, f16, bf16; the
                                       // CPU also takes int8 and the ggml types (fp32 activations)
   DType cross_kv = DType::F32;        // CPU: storage of the cross-attention K/V (f32, f16 or q8_0)
+  // CPU: decode as the GPU fast path does, tokens chosen with select_tokens next to the
+  // logits (one step ahead for greedy, the prompt in one pass). No faster on the CPU; it
+  // lets the CI run that path's host logic (tests).
+  bool select_next_to_logits = false;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);

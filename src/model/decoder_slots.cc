@@ -108,11 +108,13 @@ void WhisperModel::free_rows(DecoderState& state, int first, int count) {
 }
 
 Tensor WhisperModel::decode_rows(DecoderState& state, int first, int count, std::span<const int32_t> tokens,
-                                 int n_new) {
+                                 int n_new, int also_position) {
   check_run(state, first, count);
   validate_step(state, tokens, n_new, first, count);
+  if (also_position >= n_new - 1)
+    throw Error(ErrorCode::InvalidArgument, "[decoder] the second position must come before the last");
   stage_inputs(state, tokens, first, count);
-  Tensor logits = decoder_forward(state, n_new, false, nullptr, first, count);
+  Tensor logits = decoder_forward(state, n_new, false, nullptr, first, count, true, also_position);
   Tensor result = backend_->to_host(logits);
   for (int r = first; r < first + count; ++r) state.lengths_[r] += n_new;
   return result;

@@ -140,7 +140,10 @@ class WhisperModel {
   void free_rows(DecoderState& state, int first, int count);
   // Appends n_new tokens to rows [first, first + count) only (tokens row-major) and
   // returns the logits at each row's last position, [count, n_vocab] on the host.
-  Tensor decode_rows(DecoderState& state, int first, int count, std::span<const int32_t> tokens, int n_new);
+  // also_position ≥ 0: the logits at that position first, then the last ([2·count, n_vocab];
+  // decode_two_positions for a group's prompt).
+  Tensor decode_rows(DecoderState& state, int first, int count, std::span<const int32_t> tokens, int n_new,
+                     int also_position = -1);
   // One token for every row whose `active` flag is set (tokens[r]; the others keep their
   // sequence as it is). The logits stay on the device in the state; read them with
   // slot_logits() and select_rows().

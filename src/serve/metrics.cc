@@ -36,6 +36,8 @@ void render_batch(std::string& out, const BatchStats& b, Header& header) {
   counter("hark_batch_steps_total", "Batched decoder steps.", b.steps);
   counter("hark_batch_rows_stepped_total", "Rows advanced by those steps (over steps: the mean batch).", b.rows_stepped);
   counter("hark_batch_prefills_total", "Prompt prefills run between steps.", b.prefills);
+  counter("hark_batch_tokens_fed_back_total", "Greedy tokens the scheduler fed back itself (GPU fast path).",
+          b.tokens_fed_back);
   counter("hark_encoder_calls_total", "Encoder calls.", b.encoder_calls);
   counter("hark_encoder_windows_total", "Windows encoded (over calls: the mean encoder batch).", b.windows_encoded);
   auto seconds = [&](const char* name, const char* help, double value) {

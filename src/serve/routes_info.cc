@@ -12,7 +12,7 @@ nlohmann::json batch_json(const BatchStats& b) {
   return {{"max_rows", b.max_rows},           {"rows", b.rows_active},         {"row_capacity", b.row_capacity},
           {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"steps", b.steps},
           {"rows_stepped", b.rows_stepped},   {"prefills", b.prefills},        {"encoder_calls", b.encoder_calls},
-          {"windows_encoded", b.windows_encoded},
+          {"windows_encoded", b.windows_encoded}, {"tokens_fed_back", b.tokens_fed_back},
           {"seconds", {{"step", b.step_seconds}, {"gather", b.gather_seconds}, {"prefill", b.prefill_seconds},
                        {"encode", b.encode_seconds}}}};
 }
@@ -40,6 +40,7 @@ BatchStats Server::Impl::batch_stats() const {
     sum.groups_waiting += b.groups_waiting, sum.windows_waiting += b.windows_waiting;
     sum.steps += b.steps, sum.rows_stepped += b.rows_stepped, sum.prefills += b.prefills;
     sum.encoder_calls += b.encoder_calls, sum.windows_encoded += b.windows_encoded;
+    sum.tokens_fed_back += b.tokens_fed_back;
     sum.step_seconds += b.step_seconds, sum.gather_seconds += b.gather_seconds;
     sum.prefill_seconds += b.prefill_seconds, sum.encode_seconds += b.encode_seconds;
   }

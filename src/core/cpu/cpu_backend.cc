@@ -259,7 +259,9 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
   if (parse_compute_type(options.compute_type, Device::Cpu) != DType::F32)
     throw Error(ErrorCode::InvalidArgument, "[cpu] compute type " + options.compute_type +
                                                 " runs on a GPU only; use --compute-type f32 (or auto) on the CPU");
-  return std::make_unique<CpuBackend>(options.threads, options.cross_kv);
+  auto backend = std::make_unique<CpuBackend>(options.threads, options.cross_kv);
+  backend->set_select_next_to_logits(options.select_next_to_logits);
+  return backend;
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {

@@ -47,6 +47,8 @@ class CpuBackend final : public Backend {
   void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
 
   DType cross_kv_dtype() const override { return cross_kv_; }
+  bool prefers_device_selection() const override { return select_next_to_logits_; }
+  void set_select_next_to_logits(bool on) { select_next_to_logits_ = on; }
   // Bytes of the fp32 copies made of half-precision weights (model memory beyond the file).
   size_t cached_weight_bytes();
 
@@ -60,6 +62,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   DType cross_kv_;
+  bool select_next_to_logits_ = false;  // BackendOptions::select_next_to_logits
   std::mutex cache_mutex_;
   // (address, bytes) → (the weight itself, kept alive so its address is not reused; its
   // fp32 copy).

@@ -125,5 +125,58 @@ TEST(SameAsAlone, ConcurrentMixedRequestsMatchTheOneAtATimeEngine) {
   EXPECT_LE(stats.row_capacity, 8);
 }
 
+// The GPU fast path's way of decoding, run on the CPU (BackendOptions::select_next_to_logits):
+// tokens chosen next to the logits, greedy runs advanced by the scheduler itself without
+// waking their threads between steps, beams and sampling as before. Concurrent requests
+// give what each gives alone on a one-at-a-time engine decoding the same way.
+TEST(SameAsAlone, GreedyRunsAdvancedByTheSchedulerMatchAlone) {
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i) {
+    Request q{"greedy-" + std::to_string(i), 3.0 + 5 * i, 20 + i, base_options()};
+    q.options.language = i % 2 ? "en" : "de";
+    q.options.temperatures = {0.0f};
+    q.options.sample_len = 6 + 3 * i;
+    q.options.without_timestamps = i == 3;
+    q.options.word_timestamps = i == 4;
+    requests.push_back(q);
+  }
+  Request beam{"beam2", 8, 30, base_options()};
+  beam.options.language = "en";
+  beam.options.beam_size = 2;
+  beam.options.temperatures = {0.0f};
+  requests.push_back(beam);
+  Request stream{"stream", 33, 31, base_options(), 3.0};
+  stream.options.language = "en";
+  stream.options.temperatures = {0.0f};
+  requests.push_back(stream);
+
+  std::vector<Transcript> alone;
+  {
+    auto reference = narrow_engine(1, 2, 448, /*select=*/true);
+    for (const Request& q : requests) alone.push_back(run(*reference, q));
+  }
+  auto batching = narrow_engine(8, 2, 448, /*select=*/true);
+  std::vector<Transcript> together(requests.size());
+  std::vector<std::string> errors(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        together[i] = run(*batching, requests[i]);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_EQ(errors[i], "") << requests[i].name;
+    EXPECT_FALSE(alone[i].segments.empty()) << requests[i].name;
+    expect_identical(together[i], alone[i], requests[i].name);
+  }
+  const BatchStats stats = batching->batch_stats();
+  EXPECT_GT(stats.rows_stepped, stats.steps) << "no step carried more than one row: nothing was batched";
+  EXPECT_GT(stats.tokens_fed_back, 20u) << "the greedy runs were not advanced by the scheduler";
+}
+
 }  // namespace
 }  // namespace hark::test
