@@ -62,7 +62,11 @@ void DecoderBufferPool::release(std::shared_ptr<DecoderBuffers> buffers) {
 void DecoderBufferPool::forget(const DecoderBuffers& buffers) {
   // The plain step's record and one per choice count (decode_select).
   for (uint64_t k = 0; k <= DecoderBuffers::kMaxChoices; ++k) backend_->forget_replay(buffers.id << 8 | k);
-  if (buffers.slots) backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kSlotStepKey);
+  if (buffers.slots) {
+    backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kSlotStepKey);
+    for (uint64_t i = 1; i <= DecoderBuffers::kMaxSlotSpans; ++i)
+      backend_->forget_replay(buffers.id << 8 | (DecoderBuffers::kSlotSpanKey + i));
+  }
   for (uint64_t n = 2; n <= DecoderBuffers::kMaxRecordedPrefill; ++n) {
     backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kPrefillKey | n);
     backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kTwoPositionsKey | n);

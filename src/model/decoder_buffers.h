@@ -41,6 +41,11 @@ struct DecoderBuffers {
   Tensor step_logits;            // slot states: f32 [batch, n_vocab] of the last step, on the device
   static constexpr int kMaxChoices = 16;
   static constexpr uint64_t kSlotStepKey = 0xFF;  // replay key (low 8 bits) of a slot state's step
+  // A slot state's step over its first rows only (the rows up to the last active one,
+  // rounded up to kSlotSpanStep): kSlotSpanKey + rows / kSlotSpanStep.
+  static constexpr int kSlotSpanStep = 16;
+  static constexpr uint64_t kSlotSpanKey = 0xC0;
+  static constexpr int kMaxSlotSpans = 31;  // spans below 512 rows
   // Prompts up to this long are recorded like steps (key kPrefillKey | n_new): the
   // start-of-transcript tokens of every window (1 to 4, more with a language and task).
   // Longer ones — the previous window's text as a prompt, up to 224 tokens — would each

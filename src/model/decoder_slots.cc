@@ -126,16 +126,20 @@ void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> token
   const int rows = state.batch();
   if (state.pad_window_ < 0 || static_cast<int>(tokens.size()) != rows || static_cast<int>(active.size()) != rows)
     throw Error(ErrorCode::InvalidArgument, "[decoder] step_rows needs a slot state and one token per row");
-  // A backend that records steps replays one record per state size, so it steps every row
-  // (free rows read the padding window). One that does not steps the rows up to the last
-  // active one only: there a free row costs as much as a used one, and rows are computed
-  // independently, so the active rows get the same numbers either way.
-  int span = rows;
-  if (!be.records_replays()) {
-    span = 0;
-    for (int r = 0; r < rows; ++r)
-      if (active[r]) span = r + 1;
-    if (span == 0) return;
+  // Only the rows up to the last active one are stepped: a free row costs about as much as
+  // a used one, and rows are computed independently, so the active rows get the same
+  // numbers either way. A backend that records steps records one step per span, the span
+  // rounded up to kSlotSpanStep rows so that a few records serve every load (free rows
+  // within it read the padding window).
+  int span = 0;
+  for (int r = 0; r < rows; ++r)
+    if (active[r]) span = r + 1;
+  if (span == 0) return;
+  const bool recorded = be.records_replays();
+  if (recorded) {
+    const int step = DecoderBuffers::kSlotSpanStep;
+    span = std::min(rows, (span + step - 1) / step * step);
+    if (span / step > DecoderBuffers::kMaxSlotSpans) span = rows;
   }
   DecoderBuffers& buf = *state.buffers_;
   int32_t* in = buf.host_inputs.data<int32_t>();
@@ -157,6 +161,14 @@ void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> token
     be.replay(buf.id << 8 | DecoderBuffers::kSlotStepKey, [&] {
       Tensor logits = decoder_forward(state, 1, false, nullptr);
       be.copy_async(logits, buf.step_logits);
+    });
+    be.synchronize();
+  } else if (recorded) {
+    const uint64_t key = DecoderBuffers::kSlotSpanKey + static_cast<uint64_t>(span / DecoderBuffers::kSlotSpanStep);
+    be.replay(buf.id << 8 | key, [&] {
+      Tensor logits = decoder_forward(state, 1, false, nullptr, 0, span);
+      Tensor dst = buf.step_logits.rows(0, span);
+      be.copy_async(logits, dst);
     });
     be.synchronize();
   } else {
@@ -183,20 +195,24 @@ std::vector<TokenChoice> WhisperModel::select_rows(DecoderState& state, std::spa
   if (rows.size() != summaries.size() || k < 1 || k > DecoderBuffers::kMaxChoices)
     throw Error(ErrorCode::InvalidArgument, "[decoder] select_rows needs one summary per row and 1..16 choices");
   DecoderBuffers& buf = *state.buffers_;
-  // One selection over every row of the state (rows not asked about get empty summaries):
-  // the launch is the same whichever rows ask, and the few rule sets of a batch each cost one.
-  std::vector<SampledSummary> all(batch);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    check_run(state, rows[i], 1);
-    all[rows[i]] = summaries[i];
+  // One selection over the state's rows up to the last one asked about (the others get
+  // empty summaries): the few rule sets of a batch each cost one launch.
+  int used = 0;
+  for (int row : rows) {
+    check_run(state, row, 1);
+    used = std::max(used, row + 1);
   }
+  if (used == 0) return {};
+  std::vector<SampledSummary> all(used);
+  for (size_t i = 0; i < rows.size(); ++i) all[rows[i]] = summaries[i];
   const std::vector<int32_t> spec = make_select_spec(rules, hp.n_vocab, all);
   std::copy(spec.begin(), spec.end(), buf.host_spec.data<int32_t>());
-  const int64_t n_choices = static_cast<int64_t>(batch) * k * 2;
+  const int64_t n_choices = static_cast<int64_t>(used) * k * 2, n_spec = static_cast<int64_t>(spec.size());
   Tensor choices = buf.choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
   Tensor host_choices = buf.host_choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
-  be.copy_async(buf.host_spec, buf.spec);
-  ops::select_tokens(be, buf.step_logits, buf.spec, k, choices);
+  Tensor host_spec = buf.host_spec.rows(0, n_spec), device_spec = buf.spec.rows(0, n_spec);
+  be.copy_async(host_spec, device_spec);
+  ops::select_tokens(be, buf.step_logits.rows(0, used), device_spec, k, choices);
   be.copy_async(choices, host_choices);
   be.synchronize();
   std::vector<TokenChoice> out;
