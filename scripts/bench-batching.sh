@@ -61,7 +61,7 @@ serve() {  # model, max_batch → sets pid and port
 }
 
 printf '%-24s %-10s %-9s %5s %9s %8s %8s %8s %7s %6s %9s  %s\n' model device server round "audio_s/s" p50_ms p95_ms \
-  p99_ms wall_s errors rows/step "scheduler seconds: step/gather/prefill/encode; requests per device"
+  p99_ms wall_s errors rows/step "scheduler seconds: step/gather/prefill/encode; ms per step; tokens fed back; requests per device"
 for model in "${models[@]}"; do
   for round in $(seq 1 "$rounds"); do
     for device in $devices; do
@@ -91,8 +91,12 @@ except (OSError, ValueError, KeyError):
 # Where the batching scheduler's thread spent its time (warm-up included; empty for --max-batch 1).
 split = "/".join(f"{float(m.get(k, 0)):.1f}" for k in ("hark_batch_step_seconds_total", "hark_batch_gather_seconds_total",
                                                    "hark_batch_prefill_seconds_total", "hark_encoder_seconds_total"))
+# Per step, and greedy tokens the scheduler fed back itself (the GPU fast path's greedy runs).
+per_step = f"{1000 * float(m.get('hark_batch_step_seconds_total', 0)) / steps:.2f}ms" if steps else ""
+fed = f"fed={int(float(m.get('hark_batch_tokens_fed_back_total', 0)))}" if steps else ""
 print(f"{sys.argv[2]:<24} {sys.argv[5]:<10} {sys.argv[3]:<9.9} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} "
-      f"{l['p95']:8.0f} {l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}  {split if steps else ''} {spread}")
+      f"{l['p95']:8.0f} {l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}  {split if steps else ''} "
+      f"{per_step} {fed} {spread}")
 PY
       done
     done
