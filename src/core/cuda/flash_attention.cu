@@ -8,7 +8,10 @@
 // Measured on an H200 and left out: 4 blocks per SM by a register cap (spills: 64 → 71 µs
 // per turbo layer) and exps on half2 (161 registers: 64 → 68.5 µs).
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
+#include "core/cuda/device/flash_tile.cuh"
 #include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/dispatch.cuh"
@@ -22,27 +25,6 @@ using namespace device;
 constexpr int kRows = 64;  // query rows per block (16 per warp)
 constexpr int kKeys = 64;  // keys per tile
 constexpr int kThreads = 128;
-
-// Element offset of (row, col) in a [rows × HD] tile with swizzled 8-element chunks.
-template <int HD>
-__device__ __forceinline__ int swz(int row, int col) {
-  return row * HD + ((((col >> 3) ^ (row & (HD / 8 - 1)))) << 3) + (col & 7);
-}
-
-// Loads rows [row0, row0 + 64) of an HD-column block (src points at its first column,
-// rows `ld` apart) into a swizzled tile; rows at or past `rows` become zeros.
-template <int HD, class T>
-__device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int64_t row0, int64_t rows) {
-  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
-#pragma unroll
-  for (int i = 0; i < kRows * kChunks / kThreads; ++i) {
-    const int chunk = threadIdx.x + i * kThreads;
-    const int r = chunk / kChunks, c = (chunk % kChunks) * 8;
-    const bool valid = row0 + r < rows;
-    const T* g = valid ? src + (row0 + r) * ld + c : src;
-    cp_async16(tile + swz<HD>(r, c), g, valid);
-  }
-}
 
 template <int HD, class T>
 __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ qkv, T* __restrict__ out, int64_t t,
@@ -62,9 +44,9 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ q
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tig = lane & 3;
 
-  load_tile<HD>(qs, q_src, ld, q0, t);
-  load_tile<HD>(ks[0], k_src, ld, 0, t);
-  load_tile<HD>(vs[0], v_src, ld, 0, t);
+  load_tile<HD, kRows, kThreads>(qs, q_src, ld, q0, t);
+  load_tile<HD, kKeys, kThreads>(ks[0], k_src, ld, 0, t);
+  load_tile<HD, kKeys, kThreads>(vs[0], v_src, ld, 0, t);
   cp_async_commit();
 
   unsigned qa[kSteps][4];
@@ -74,8 +56,8 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ q
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile & 1;
     if (tile + 1 < tiles) {
-      load_tile<HD>(ks[stage ^ 1], k_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
-      load_tile<HD>(vs[stage ^ 1], v_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+      load_tile<HD, kKeys, kThreads>(ks[stage ^ 1], k_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+      load_tile<HD, kKeys, kThreads>(vs[stage ^ 1], v_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -174,6 +156,10 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ q
 void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads, int head_dim,
                      cudaStream_t stream) {
   if (batch <= 0 || t <= 0) return;
+  // Measurement switch (read at each launch, so a test can run both):
+  // HARK_CUDA_FLASH=wide runs flash_attention_wide.cu's 128-row blocks.
+  if (const char* env = std::getenv("HARK_CUDA_FLASH"); env && std::strcmp(env, "wide") == 0)
+    return flash_attention_wide(dt, qkv, out, batch, t, n_heads, head_dim, stream);
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(head_dim));  // log2(e) / sqrt(hd)
   dim3 grid(static_cast<unsigned>((t + kRows - 1) / kRows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));

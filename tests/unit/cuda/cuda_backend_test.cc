@@ -4,6 +4,8 @@
 // skips cleanly on a machine without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <random>
 
 #include <bit>
@@ -184,12 +186,20 @@ TEST_P(CudaOps, EncoderSelfAttention) {
     int batch, heads, head_dim;
     int64_t t;
   };
-  for (const Case& c : {Case{2, 4, 64, 100}, Case{1, 6, 64, 1500}, Case{3, 2, 32, 70}, Case{1, 6, 32, 1500}}) {
-    const int64_t d = c.heads * c.head_dim;
-    Tensor qkv = random({c.batch * c.t, 3 * d}, 2.0f);
-    Tensor og = ops::self_attention(*gpu, up(qkv), c.batch, c.heads);
-    Tensor oc = ops::self_attention(*cpu, qkv, c.batch, c.heads);
-    EXPECT_LT(compare(og, oc), tol) << "batch " << c.batch << " t " << c.t << " head dim " << c.head_dim;
+  // Both flash kernels of the 16-bit types: 64-row blocks, and 128-row blocks
+  // (HARK_CUDA_FLASH=wide, flash_attention_wide.cu); lengths that end mid-tile.
+  for (const char* variant : {"", "wide"}) {
+    if (*variant) setenv("HARK_CUDA_FLASH", variant, 1);
+    for (const Case& c : {Case{2, 4, 64, 100}, Case{1, 6, 64, 1500}, Case{3, 2, 32, 70}, Case{1, 6, 32, 1500},
+                          Case{2, 3, 64, 200}}) {
+      const int64_t d = c.heads * c.head_dim;
+      Tensor qkv = random({c.batch * c.t, 3 * d}, 2.0f);
+      Tensor og = ops::self_attention(*gpu, up(qkv), c.batch, c.heads);
+      Tensor oc = ops::self_attention(*cpu, qkv, c.batch, c.heads);
+      EXPECT_LT(compare(og, oc), tol) << "batch " << c.batch << " t " << c.t << " head dim " << c.head_dim
+                                      << " kernel " << (*variant ? variant : "64-row");
+    }
+    unsetenv("HARK_CUDA_FLASH");
   }
 }
 
