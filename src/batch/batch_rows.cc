@@ -279,14 +279,9 @@ void BatchScheduler::Impl::step_done(SequenceGroup& g) {
   ++g.handed;
   ++stats.tokens_fed_back;
   if (!go_on || --g.steps_left <= 0) return finish_call(g);
-  // The next step's token and summary, as select_feed_back advances them on a GPU.
-  SampledSummary& s = g.summaries.at(0);
-  const int token = s.count > 0 && s.last == g.rules.eot ? g.rules.eot : choice.token;
-  s.penultimate = s.last;
-  s.last = token;
-  s.count += 1;
-  if (token >= g.rules.timestamp_begin) s.last_timestamp = token;
-  g.tokens.assign(1, token);  // the call stays pending: the group is ready for the next step
+  // The next step's token and summary, as select_feed_back advances them on a GPU; the
+  // call stays pending: the group is ready for the next step.
+  g.tokens.assign(1, advance_summary(g.summaries.at(0), choice.token, g.rules));
 }
 
 }  // namespace hark

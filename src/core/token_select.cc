@@ -21,6 +21,15 @@ SampledSummary SampledSummary::of(std::span<const int> sampled, int timestamp_be
   return s;
 }
 
+int advance_summary(SampledSummary& s, int chosen, const SelectionRules& rules) {
+  const int token = s.count > 0 && s.last == rules.eot ? rules.eot : chosen;
+  s.penultimate = s.last;
+  s.last = token;
+  s.count += 1;
+  if (token >= rules.timestamp_begin) s.last_timestamp = token;
+  return token;
+}
+
 int64_t select_spec_size(int vocab, int rows) {
   return kHeader + (vocab + 31) / 32 + static_cast<int64_t>(rows) * kRowFields;
 }

@@ -32,6 +32,11 @@ struct SelectionRules {
   int max_initial_timestamp = -1;  // index past timestamp_begin; −1: no limit
 };
 
+// A greedy row's next step on the host, as select_feed_back (token_select_rules.h) does it
+// next to the logits: the token the row continues with (an ended row stays ended) and its
+// summary advanced by that token. Returns the token.
+int advance_summary(SampledSummary& summary, int chosen, const SelectionRules& rules);
+
 // The spec buffer for `rows` rows over a vocabulary of `vocab` tokens.
 std::vector<int32_t> make_select_spec(const SelectionRules& rules, int vocab, std::span<const SampledSummary> rows);
 int64_t select_spec_size(int vocab, int rows);

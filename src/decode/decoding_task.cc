@@ -45,11 +45,7 @@ int Inference::greedy_steps(int32_t token, const SelectionRules& rules, SampledS
                                            std::span<const SampledSummary>(&summary, 1), 1).at(0);
     ++handed;
     if (!on_choice(choice)) break;
-    token = summary.count > 0 && summary.last == rules.eot ? rules.eot : choice.token;
-    summary.penultimate = summary.last;
-    summary.last = token;
-    summary.count += 1;
-    if (token >= rules.timestamp_begin) summary.last_timestamp = token;
+    token = advance_summary(summary, choice.token, rules);
   }
   return handed;
 }

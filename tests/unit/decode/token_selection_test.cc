@@ -15,6 +15,7 @@
 
 #include "audio/mel.h"
 #include "core/token_select.h"
+#include "core/token_select_rules.h"
 #include "decode/decoding_task.h"
 #include "decode/model_inference.h"
 #include "model/synthetic.h"
@@ -92,6 +93,36 @@ TEST(TokenSelection, EqualsTheHostFiltersOnRandomHistories) {
     }
   }
   EXPECT_GT(compared, 900);
+}
+
+// The host's advance of a greedy row (advance_summary: the default greedy_steps, the
+// batching scheduler) and the one next to the logits (select_feed_back: the GPU) agree
+// token for token on histories with timestamps and an end-of-text that must stick.
+TEST(TokenSelection, HostAndDeviceFeedBackAgree) {
+  SelectionRules rules;
+  rules.eot = 50257;
+  rules.timestamp_begin = 50364;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (int trial = 0; trial < 200; ++trial) {
+    SampledSummary host;
+    std::vector<int32_t> spec = make_select_spec(rules, 51865, std::vector<SampledSummary>(1));
+    std::vector<int32_t> inputs = {3, 0, 50363};
+    for (int step = 0; step < 12; ++step) {
+      const int kind = pick(rng);
+      const int chosen = kind == 0 ? rules.eot : kind < 4 ? 50364 + 2 * step : 400 + kind;
+      const int a = advance_summary(host, chosen, rules);
+      const int b = select_feed_back(spec.data(), 0, chosen, inputs.data(), 1);
+      ASSERT_EQ(a, b) << "trial " << trial << " step " << step;
+      const int32_t* row = spec.data() + select_spec::kHeader + spec[select_spec::kMaskWords];
+      EXPECT_EQ(host.count, row[0]);
+      EXPECT_EQ(host.last, row[1]);
+      EXPECT_EQ(host.penultimate, row[2]);
+      EXPECT_EQ(host.last_timestamp, row[3]);
+      EXPECT_EQ(inputs[0], 3 + step + 1);
+      EXPECT_EQ(inputs[2], a);
+    }
+  }
 }
 
 // ModelInference whose step_select runs the reference selection on the step's logits.
