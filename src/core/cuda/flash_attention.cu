@@ -1,17 +1,23 @@
 // Encoder self-attention without a score matrix in memory (the flash-attention scheme):
-// a block of 4 warps owns 64 query rows of one head; K/V tiles of 64 keys stream through
-// shared memory (cp.async, two stages), S = QKᵀ and O += PV run on the tensor cores
-// (mma m16n8k16, fp32 accumulators) and the softmax is kept online per row in registers.
-// Head dim 64 (every Whisper size) or 32 (hark's bundled model). Shared-memory rows are
-// XOR-swizzled in 16-byte chunks so that ldmatrix reads 8 rows of one column block
-// without bank conflicts (with 32 dims, two rows share a bank set: 2-way at most).
+// a block of 4 warps owns 64·M query rows of one head, each warp M tiles of 16 rows; K/V
+// tiles of 64 keys stream through shared memory (cp.async, two stages), S = QKᵀ and
+// O += PV run on the tensor cores (mma m16n8k16, fp32 accumulators; each K and V fragment
+// read from shared memory serves the warp's M row tiles) and the softmax is kept online
+// per row in registers. Head dim 64 (every Whisper size) or 32 (hark's bundled model).
+// Shared-memory rows are XOR-swizzled in 16-byte chunks so that ldmatrix reads 8 rows of
+// one column block without bank conflicts (with 32 dims, two rows share a bank set: 2-way
+// at most).
+// M = 1 is the measured kernel (about 180 TFLOP/s on an H200 at 1500 × 1500, 20 heads).
+// M = 2 (HARK_CUDA_FLASH=wide, a measurement switch) halves the shared-memory reads and
+// K/V loads per product; by ptxas it takes 255 registers (20 bytes of spill) against 161,
+// so 2 blocks of 128 rows fit an SM against 3 of 64: written without a GPU at hand, to be
+// tested (CudaOps.EncoderSelfAttention runs both) and timed in the next GPU session.
 // Measured on an H200 and left out: 4 blocks per SM by a register cap (spills: 64 → 71 µs
 // per turbo layer) and exps on half2 (161 registers: 64 → 68.5 µs).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
-#include "core/cuda/device/flash_tile.cuh"
 #include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/dispatch.cuh"
@@ -22,36 +28,63 @@ namespace hark::cuda {
 namespace {
 
 using namespace device;
-constexpr int kRows = 64;  // query rows per block (16 per warp)
 constexpr int kKeys = 64;  // keys per tile
 constexpr int kThreads = 128;
 
-template <int HD, class T>
+// Element offset of (row, col) in a [rows × HD] tile with swizzled 8-element chunks.
+template <int HD>
+__device__ __forceinline__ int swz(int row, int col) {
+  return row * HD + ((((col >> 3) ^ (row & (HD / 8 - 1)))) << 3) + (col & 7);
+}
+
+// Loads rows [row0, row0 + ROWS) of an HD-column block (src points at its first column,
+// rows `ld` apart) into a swizzled tile with THREADS threads; rows at or past `rows`
+// become zeros.
+template <int HD, int ROWS, int THREADS, class T>
+__device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int64_t row0, int64_t rows) {
+  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
+  static_assert(ROWS * kChunks % THREADS == 0, "every thread loads the same number of chunks");
+#pragma unroll
+  for (int i = 0; i < ROWS * kChunks / THREADS; ++i) {
+    const int chunk = threadIdx.x + i * THREADS;
+    const int r = chunk / kChunks, c = (chunk % kChunks) * 8;
+    const bool valid = row0 + r < rows;
+    const T* g = valid ? src + (row0 + r) * ld + c : src;
+    cp_async16(tile + swz<HD>(r, c), g, valid);
+  }
+}
+
+// M 16-row tiles per warp: a block owns 64·M query rows.
+template <int HD, int M, class T>
 __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ qkv, T* __restrict__ out, int64_t t,
                                                          int64_t d, float scale_log2) {
   pdl_enter();
-  constexpr int kHeadDim = HD, kSteps = HD / 16, kTiles = HD / 8;  // k-steps of Q·Kᵀ, n-tiles of O
-  __shared__ __align__(128) T qs[kRows * kHeadDim];
-  __shared__ __align__(128) T ks[2][kKeys * kHeadDim];
-  __shared__ __align__(128) T vs[2][kKeys * kHeadDim];
+  constexpr int kSteps = HD / 16, kTiles = HD / 8;  // k-steps of Q·Kᵀ, n-tiles of O
+  constexpr int kRows = 64 * M;                     // query rows per block
+  // At HD = 64 and M = 2, 48 KB: Q 16 KB, K and V 2 × 8 KB each (the static limit).
+  __shared__ __align__(128) T qs[kRows * HD];
+  __shared__ __align__(128) T ks[2][kKeys * HD];
+  __shared__ __align__(128) T vs[2][kKeys * HD];
   const int head = blockIdx.y;
   const int64_t ld = 3 * d;
-  const T* base = qkv + blockIdx.z * t * ld + head * kHeadDim;
-  const T* q_src = base;
+  const T* base = qkv + blockIdx.z * t * ld + head * HD;
   const T* k_src = base + d;
   const T* v_src = base + 2 * d;
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tig = lane & 3;
 
-  load_tile<HD, kRows, kThreads>(qs, q_src, ld, q0, t);
+  load_tile<HD, kRows, kThreads>(qs, base, ld, q0, t);
   load_tile<HD, kKeys, kThreads>(ks[0], k_src, ld, 0, t);
   load_tile<HD, kKeys, kThreads>(vs[0], v_src, ld, 0, t);
   cp_async_commit();
 
-  unsigned qa[kSteps][4];
-  float o[kTiles][4] = {};
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  unsigned qa[M][kSteps][4];
+  float o[M][kTiles][4] = {};
+  // Running max and sum per row: [tile][upper or lower 8 rows of the 16].
+  float m_run[M][2], l_run[M][2];
+#pragma unroll
+  for (int m = 0; m < M; ++m) m_run[m][0] = m_run[m][1] = -INFINITY, l_run[m][0] = l_run[m][1] = 0.0f;
   const int tiles = static_cast<int>((t + kKeys - 1) / kKeys);
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile & 1;
@@ -66,88 +99,107 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ q
     __syncthreads();
     if (tile == 0) {
 #pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk)
-        ldmatrix_x4(qa[kk], qs + swz<HD>(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
+      for (int m = 0; m < M; ++m)
+#pragma unroll
+        for (int kk = 0; kk < kSteps; ++kk)
+          ldmatrix_x4(qa[m][kk],
+                      qs + swz<HD>(warp * 16 * M + m * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
     }
-    // S = Q Kᵀ for this warp's 16 rows and the tile's 64 keys (8 tiles of 8 keys).
-    float s[8][4] = {};
+    // S = Q Kᵀ for this warp's rows and the tile's 64 keys: each K fragment serves every
+    // row tile.
+    float s[M][8][4] = {};
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) {
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         unsigned b[4];
         ldmatrix_x4(b, ks[stage] + swz<HD>(np * 16 + (lane & 7) + (lane >> 4) * 8, kk * 16 + ((lane >> 3) & 1) * 8));
-        mma_16816<T>(s[2 * np], qa[kk], b[0], b[1]);
-        mma_16816<T>(s[2 * np + 1], qa[kk], b[2], b[3]);
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+          mma_16816<T>(s[m][2 * np], qa[m][kk], b[0], b[1]);
+          mma_16816<T>(s[m][2 * np + 1], qa[m][kk], b[2], b[3]);
+        }
       }
     }
-    // Online softmax in the log2 domain; keys past the end get −∞.
+    // Online softmax in the log2 domain, per row tile; keys past the end get −∞.
     const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
-    float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int m = 0; m < M; ++m) {
+      float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool valid = key0 + j * 8 + tig * 2 + (e & 1) < t;
-        s[j][e] = valid ? s[j][e] * scale_log2 : -INFINITY;
-        mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const bool valid = key0 + j * 8 + tig * 2 + (e & 1) < t;
+          s[m][j][e] = valid ? s[m][j][e] * scale_log2 : -INFINITY;
+          mx[e >> 1] = fmaxf(mx[e >> 1], s[m][j][e]);
+        }
+      }
+      float corr[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        const float m_new = fmaxf(m_run[m][r], mx[r]);
+        corr[r] = exp2f(m_run[m][r] - m_new);
+        m_run[m][r] = m_new;
+        l_run[m][r] *= corr[r];
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[m][j][e] = exp2f(s[m][j][e] - m_run[m][e >> 1]);
+          l_run[m][e >> 1] += s[m][j][e];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[m][j][e] *= corr[e >> 1];
       }
     }
-    float corr[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float m_new = fmaxf(m_run[r], mx[r]);
-      corr[r] = exp2f(m_run[r] - m_new);
-      m_run[r] = m_new;
-      l_run[r] *= corr[r];
-    }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[j][e] = exp2f(s[j][e] - m_run[e >> 1]);
-        l_run[e >> 1] += s[j][e];
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[j][e] *= corr[e >> 1];
-    }
-    // O += P V: P's accumulator layout is the A-fragment layout of the next product.
+    // O += P V: P's accumulator layout is the A-fragment layout of the next product; each
+    // V fragment serves every row tile.
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      const unsigned pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                              pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      unsigned pa[M][4];
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        pa[m][0] = pack2<T>(s[m][2 * kk][0], s[m][2 * kk][1]);
+        pa[m][1] = pack2<T>(s[m][2 * kk][2], s[m][2 * kk][3]);
+        pa[m][2] = pack2<T>(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
+        pa[m][3] = pack2<T>(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < kTiles / 2; ++dp) {
         unsigned b[4];
         ldmatrix_x4_trans(b, vs[stage] + swz<HD>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, dp * 16 + (lane >> 4) * 8));
-        mma_16816<T>(o[2 * dp], pa, b[0], b[1]);
-        mma_16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+          mma_16816<T>(o[m][2 * dp], pa[m], b[0], b[1]);
+          mma_16816<T>(o[m][2 * dp + 1], pa[m], b[2], b[3]);
+        }
       }
     }
     __syncthreads();
   }
-  float inv[2];
+  T* dst = out + blockIdx.z * t * d + head * HD;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = 1.0f / l;
-  }
-  T* dst = out + blockIdx.z * t * d + head * kHeadDim;
+  for (int m = 0; m < M; ++m) {
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t row = q0 + warp * 16 + g + r * 8;
-    if (row >= t) continue;
+    for (int r = 0; r < 2; ++r) {
+      float l = l_run[m][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = 1.0f / l;
+      const int64_t row = q0 + warp * 16 * M + m * 16 + g + r * 8;
+      if (row >= t) continue;
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j)
-      *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) =
-          pack2<T>(o[j][2 * r] * inv[r], o[j][2 * r + 1] * inv[r]);
+      for (int j = 0; j < kTiles; ++j)
+        *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) =
+            pack2<T>(o[m][j][2 * r] * inv, o[m][j][2 * r + 1] * inv);
+    }
   }
 }
 
@@ -156,19 +208,21 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ q
 void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads, int head_dim,
                      cudaStream_t stream) {
   if (batch <= 0 || t <= 0) return;
-  // Measurement switch (read at each launch, so a test can run both):
-  // HARK_CUDA_FLASH=wide runs flash_attention_wide.cu's 128-row blocks.
-  if (const char* env = std::getenv("HARK_CUDA_FLASH"); env && std::strcmp(env, "wide") == 0)
-    return flash_attention_wide(dt, qkv, out, batch, t, n_heads, head_dim, stream);
-  const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
+  // Measurement switch, read at each launch so that a test can run both kernels.
+  const char* env = std::getenv("HARK_CUDA_FLASH");
+  const bool wide = env && std::strcmp(env, "wide") == 0;
+  const int64_t d = static_cast<int64_t>(n_heads) * head_dim, rows = wide ? 128 : 64;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(head_dim));  // log2(e) / sqrt(hd)
-  dim3 grid(static_cast<unsigned>((t + kRows - 1) / kRows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));
+  dim3 grid(static_cast<unsigned>((t + rows - 1) / rows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));
   dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
+    auto go = [&](auto kernel) {
+      launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
+    };
     if (head_dim == 64)
-      launch_kernel(flash_kernel<64, T>, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
+      wide ? go(flash_kernel<64, 2, T>) : go(flash_kernel<64, 1, T>);
     else if (head_dim == 32)
-      launch_kernel(flash_kernel<32, T>, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
+      wide ? go(flash_kernel<32, 2, T>) : go(flash_kernel<32, 1, T>);
     else
       throw Error(ErrorCode::Unavailable, "[cuda] flash attention supports head dims 32 and 64");
   });

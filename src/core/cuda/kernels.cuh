@@ -77,10 +77,7 @@ inline bool attention_head_dim_supported(int64_t head_dim) { return head_dim == 
 // qkv[batch·t, 3·d] packed (d = n_heads · head_dim), out[batch·t, d]; no score matrix.
 void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads, int head_dim,
                      cudaStream_t stream);
-// The same with 128 query rows per block, two 16-row tiles per warp
-// (flash_attention_wide.cu; HARK_CUDA_FLASH=wide, a measurement switch).
-void flash_attention_wide(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads, int head_dim,
-                          cudaStream_t stream);
+
 
 // ---- decoder_attention.cu: any activation dtype -----------------------------------------
 // Appends the new K/V of each row to its cache and attends causally (see Backend).

@@ -187,7 +187,7 @@ TEST_P(CudaOps, EncoderSelfAttention) {
     int64_t t;
   };
   // Both flash kernels of the 16-bit types: 64-row blocks, and 128-row blocks
-  // (HARK_CUDA_FLASH=wide, flash_attention_wide.cu); lengths that end mid-tile.
+  // (HARK_CUDA_FLASH=wide: two row tiles per warp); lengths that end mid-tile.
   for (const char* variant : {"", "wide"}) {
     if (*variant) setenv("HARK_CUDA_FLASH", variant, 1);
     for (const Case& c : {Case{2, 4, 64, 100}, Case{1, 6, 64, 1500}, Case{3, 2, 32, 70}, Case{1, 6, 32, 1500},
