@@ -78,41 +78,36 @@ Transcript run(Engine& engine, const Request& q) {
   return stream->finish();
 }
 
-TEST(SameAsAlone, ConcurrentMixedRequestsMatchTheOneAtATimeEngine) {
-  const std::vector<Request> requests = mixed_requests();
+// Runs every request alone on `reference`, then all at once from their own threads on
+// `batching`, and expects each transcript to be identical to its run alone.
+void expect_together_as_alone(Engine& reference, Engine& batching, const std::vector<Request>& requests) {
   std::vector<Transcript> alone;
-  {
-    auto reference = narrow_engine(1);
-    EXPECT_EQ(reference->max_concurrent_runs(), 1);
-    auto t0 = std::chrono::steady_clock::now();
-    for (const Request& q : requests) {
-      auto t1 = std::chrono::steady_clock::now();
-      alone.push_back(run(*reference, q));
-      std::printf("%s: %.0f ms\n", q.name.c_str(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
-    }
-    std::printf("alone total %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  auto t2 = std::chrono::steady_clock::now();
-  auto batching = narrow_engine(8);
-  EXPECT_GT(batching->max_concurrent_runs(), 1);
+  for (const Request& q : requests) alone.push_back(run(reference, q));
   std::vector<Transcript> together(requests.size());
   std::vector<std::string> errors(requests.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < requests.size(); ++i)
     threads.emplace_back([&, i] {
       try {
-        together[i] = run(*batching, requests[i]);
+        together[i] = run(batching, requests[i]);
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }
     });
   for (auto& t : threads) t.join();
-  std::printf("together %.0f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count());
   for (size_t i = 0; i < requests.size(); ++i) {
     ASSERT_EQ(errors[i], "") << requests[i].name;
     EXPECT_FALSE(alone[i].segments.empty()) << requests[i].name;
     expect_identical(together[i], alone[i], requests[i].name);
   }
+}
+
+TEST(SameAsAlone, ConcurrentMixedRequestsMatchTheOneAtATimeEngine) {
+  auto reference = narrow_engine(1);
+  EXPECT_EQ(reference->max_concurrent_runs(), 1);
+  auto batching = narrow_engine(8);
+  EXPECT_GT(batching->max_concurrent_runs(), 1);
+  expect_together_as_alone(*reference, *batching, mixed_requests());
   BatchStats stats = batching->batch_stats();
   // The last groups' rows are given back at the scheduler's next turn.
   for (int i = 0; i < 3000 && stats.rows_active > 0; ++i) {
@@ -150,29 +145,9 @@ TEST(SameAsAlone, GreedyRunsAdvancedByTheSchedulerMatchAlone) {
   stream.options.temperatures = {0.0f};
   requests.push_back(stream);
 
-  std::vector<Transcript> alone;
-  {
-    auto reference = narrow_engine(1, 2, 448, /*select=*/true);
-    for (const Request& q : requests) alone.push_back(run(*reference, q));
-  }
+  auto reference = narrow_engine(1, 2, 448, /*select=*/true);
   auto batching = narrow_engine(8, 2, 448, /*select=*/true);
-  std::vector<Transcript> together(requests.size());
-  std::vector<std::string> errors(requests.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < requests.size(); ++i)
-    threads.emplace_back([&, i] {
-      try {
-        together[i] = run(*batching, requests[i]);
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (size_t i = 0; i < requests.size(); ++i) {
-    ASSERT_EQ(errors[i], "") << requests[i].name;
-    EXPECT_FALSE(alone[i].segments.empty()) << requests[i].name;
-    expect_identical(together[i], alone[i], requests[i].name);
-  }
+  expect_together_as_alone(*reference, *batching, requests);
   const BatchStats stats = batching->batch_stats();
   EXPECT_GT(stats.rows_stepped, stats.steps) << "no step carried more than one row: nothing was batched";
   EXPECT_GT(stats.tokens_fed_back, 20u) << "the greedy runs were not advanced by the scheduler";
