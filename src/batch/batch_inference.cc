@@ -32,32 +32,14 @@ class BatchedInference : public Inference {
     s_.groups.push_back(group_);
   }
 
-  std::vector<float> step(std::span<const int32_t> tokens, int n_new) override {
-    SequenceGroup& g = checked(tokens, n_new);
-    std::unique_lock lock(s_.mutex);
-    g.call = n_new == 1 ? SequenceGroup::Call::Step : SequenceGroup::Call::Prefill;
-    g.tokens.assign(tokens.begin(), tokens.end());
-    g.n_new = n_new;
-    g.also_position = -1;
-    g.select = false;
-    s_.call(g, lock);
-    return std::move(g.logits);
-  }
+  std::vector<float> step(std::span<const int32_t> tokens, int n_new) override { return logits(tokens, n_new, -1); }
 
   // On the fast path the prompt is one prefill returning both positions, as alone.
   std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position) override {
     if (!can_select()) return Inference::step_two_positions(tokens, n_new, position);
-    SequenceGroup& g = checked(tokens, n_new);
     if (n_new < 2 || position < 0 || position >= n_new - 1)
       throw Error(ErrorCode::Internal, "[batch] step_two_positions needs a position before the last");
-    std::unique_lock lock(s_.mutex);
-    g.call = SequenceGroup::Call::Prefill;
-    g.tokens.assign(tokens.begin(), tokens.end());
-    g.n_new = n_new;
-    g.also_position = position;
-    g.select = false;
-    s_.call(g, lock);
-    return std::move(g.logits);
+    return logits(tokens, n_new, position);
   }
 
   bool can_select() const override { return s_.model.selects_on_device(); }
@@ -138,6 +120,19 @@ class BatchedInference : public Inference {
         throw Error(ErrorCode::InvalidArgument, "[embedding] token id " + std::to_string(id) +
                                                     " outside the vocabulary of " + std::to_string(vocab));
     return *group_;
+  }
+
+  // A step or prefill returning logits (at also_position too when ≥ 0, first).
+  std::vector<float> logits(std::span<const int32_t> tokens, int n_new, int also_position) {
+    SequenceGroup& g = checked(tokens, n_new);
+    std::unique_lock lock(s_.mutex);
+    g.call = n_new == 1 ? SequenceGroup::Call::Step : SequenceGroup::Call::Prefill;
+    g.tokens.assign(tokens.begin(), tokens.end());
+    g.n_new = n_new;
+    g.also_position = also_position;
+    g.select = false;
+    s_.call(g, lock);
+    return std::move(g.logits);
   }
 
   // Hands the current group to the scheduler to free (the mutex is held).

@@ -197,14 +197,13 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
   const int text_ctx = model.hparams().n_text_ctx;
   for (const auto& g : groups) {
     if (g->first < 0 || !pending(*g, SequenceGroup::Call::Step)) continue;
-    if (state->length(g->first) + 1 > text_ctx && g->on_choice) {  // a greedy run ends with the context
-      finish_call(*g);
-      continue;
-    }
-    if (state->length(g->first) + 1 > text_ctx) {  // fails its call alone, not the shared step
-      finish_call(*g, std::make_exception_ptr(Error(
-                          ErrorCode::InvalidArgument,
-                          "[decoder] sequence would exceed the text context of " + std::to_string(text_ctx) + " tokens")));
+    if (state->length(g->first) + 1 > text_ctx) {
+      if (g->on_choice)  // a greedy run ends where the context does
+        finish_call(*g);
+      else  // fails its call alone, not the shared step
+        finish_call(*g, std::make_exception_ptr(Error(ErrorCode::InvalidArgument,
+                                                      "[decoder] sequence would exceed the text context of " +
+                                                          std::to_string(text_ctx) + " tokens")));
       continue;
     }
     stepping.push_back(g);

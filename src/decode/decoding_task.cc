@@ -219,29 +219,33 @@ DecodingResult DecodingTask::run(Inference& inference) {
   TokenRows tokens(n_group_, initial_tokens_);
   std::vector<double> sum_logprobs(n_group_, 0.0);
   inference.begin(n_group_);
-  // The first forward runs up to <|startoftranscript|> to read the no-speech probability
-  // there, then the rest of the initial tokens; the cache makes this equal to one pass.
   // Greedy and beam search at T = 0 may choose next to the logits (the GPU fast path):
   // then only k tokens per row come back instead of the vocabulary.
   const bool select = options_.temperature == 0 && inference.can_select();
   const size_t head = sot_index_ + 1;
-  std::vector<float> logits, at_sot;
+  // The no-speech probability is read at <|startoftranscript|>, on the first row.
+  auto read_no_speech = [&](std::span<const float> at_sot) {
+    if (s.no_speech < 0) return;
+    std::vector<float> logprobs;
+    log_softmax(at_sot.first(at_sot.size() / n_group_), logprobs);
+    result.no_speech_prob = std::exp(logprobs.at(s.no_speech));
+  };
+  std::vector<float> logits;
   if (select && initial_tokens_.size() > head && switch_on("HARK_PROMPT_ONE_PASS")) {
     // The fast path takes the prompt in one pass with both positions' logits.
     logits = inference.step_two_positions(flatten_columns(tokens, 0, initial_tokens_.size()),
                                           static_cast<int>(initial_tokens_.size()), sot_index_);
-    at_sot.assign(logits.begin(), logits.begin() + logits.size() / 2);
-    logits.erase(logits.begin(), logits.begin() + logits.size() / 2);
+    const size_t half = logits.size() / 2;
+    read_no_speech(std::span<const float>(logits).first(half));
+    logits.erase(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(half));
   } else {
-    at_sot = logits = inference.step(flatten_columns(tokens, 0, head), static_cast<int>(head));
+    // Up to <|startoftranscript|>, then the rest of the initial tokens: with the cache
+    // this equals one pass, as the reference runs it.
+    logits = inference.step(flatten_columns(tokens, 0, head), static_cast<int>(head));
+    read_no_speech(logits);
     if (initial_tokens_.size() > head)
       logits = inference.step(flatten_columns(tokens, head, initial_tokens_.size()),
                               static_cast<int>(initial_tokens_.size() - head));
-  }
-  if (s.no_speech >= 0) {
-    std::vector<float> logprobs;
-    log_softmax(std::span<const float>(at_sot.data(), at_sot.size() / n_group_), logprobs);
-    result.no_speech_prob = std::exp(logprobs.at(s.no_speech));
   }
 
   const int k = options_.beam_size > 0 ? options_.beam_size + 1 : 1;

@@ -70,13 +70,8 @@ Tensor WhisperModel::decode_two_positions(DecoderState& state, std::span<const i
   Tensor result;
   // The common prompt (start of transcript first, a few tokens) is recorded like a step.
   if (position == 0 && n_new <= DecoderBuffers::kMaxRecordedPrefill) {
-    be.replay(buf.id << 8 | DecoderBuffers::kTwoPositionsKey | static_cast<uint64_t>(n_new), [&] {
-      Tensor logits = decoder_forward(state, n_new, false, nullptr, 0, -1, true, position);
-      Tensor host = buf.host_logits.rows(0, 2 * batch);
-      be.copy_async(logits, host);
-    });
-    be.synchronize();
-    result = buf.host_logits.rows(0, 2 * batch).clone();
+    result = replayed_logits(state, buf.id << 8 | DecoderBuffers::kTwoPositionsKey | static_cast<uint64_t>(n_new),
+                             n_new, position);
   } else {
     result = be.to_host(decoder_forward(state, n_new, false, nullptr, 0, -1, true, position));
   }

@@ -105,16 +105,23 @@ Tensor WhisperModel::decode(DecoderState& state, std::span<const int32_t> tokens
     // bits — 0 for the step, 1..16 for decode_select's k, kPrefillKey | n_new for a prompt.
     const uint64_t key =
         buf.id << 8 | (n_new > 1 ? DecoderBuffers::kPrefillKey | static_cast<uint64_t>(n_new) : uint64_t{0});
-    be.replay(key, [&] {
-      Tensor logits = decoder_forward(state, n_new, false, nullptr);
-      Tensor host = buf.host_logits.rows(0, batch);
-      be.copy_async(logits, host);
-    });
-    be.synchronize();
-    result = buf.host_logits.rows(0, batch).clone();
+    result = replayed_logits(state, key, n_new, -1);
   }
   for (int r = 0; r < batch; ++r) state.lengths_[r] += n_new;
   return result;
+}
+
+Tensor WhisperModel::replayed_logits(DecoderState& state, uint64_t key, int n_new, int also_position) {
+  Backend& be = *backend_;
+  DecoderBuffers& buf = *state.buffers_;
+  const int rows = (also_position >= 0 ? 2 : 1) * state.batch();
+  be.replay(key, [&] {
+    Tensor logits = decoder_forward(state, n_new, false, nullptr, 0, -1, true, also_position);
+    Tensor host = buf.host_logits.rows(0, rows);
+    be.copy_async(logits, host);
+  });
+  be.synchronize();
+  return buf.host_logits.rows(0, rows).clone();
 }
 
 Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_positions,
