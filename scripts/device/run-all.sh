@@ -10,6 +10,9 @@
 #     check: compute-sanitizer (memcheck, racecheck) on the CUDA tests, and Nsight
 #            Compute's duration of every kernel of a turbo f16 bench (encoder windows,
 #            decoder steps) as CSV for scripts/device/kernel_table.py
+#     toy:   the bundled model alone (its fast-path tests, batching tests, hark transcribe and
+#            serve, bench toy_f16): the 46 MB checkpoint and the bundle fill the carry
+#            limit, so this call carries only what it reads (scripts/device/slim-tree.sh toy)
 #     batching: the batching scheduler on the GPU (hark_test_gpu's BatchingOnTheGpu:
 #            concurrent requests against one at a time, f16 and f32)
 #     batching-bench: the batching server against --max-batch 1 under 64 clients sending
@@ -160,6 +163,13 @@ if [[ $mode == multi-gpu ]]; then
   exit 0
 fi
 
+if [[ $mode == toy ]]; then
+  section "the bundled model: fast path against fp32, batching against alone"
+  run toy_tests 600 "$bundle/tests/hark_test_gpu" --gtest_filter='*Toy*:*BatchingOnTheGpu*' \
+    --gtest_output=xml:"$OUT/toy_tests.xml"
+  grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/toy_tests.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
+fi
+if [[ $mode != toy ]]; then
 section "CUDA ops (f32, f16, bf16 against the CPU)"
 run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_output=xml:"$OUT/cuda_ops.xml"
 section "fp32 parity against transformers (goldens)"
@@ -171,9 +181,10 @@ section "fast path against fp32 (synthetic shapes, bundled model)"
 run fast_path 900 "${large[@]}" "$bundle/tests/hark_test_gpu" --gtest_filter='-*BatchingOnTheGpu*' \
   --gtest_output=xml:"$OUT/fast_path.xml"
 grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/parity.xml" "$OUT/fast_path.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
+fi
 
 section "the program on the GPU: hark transcribe and hark serve (bundled model)"
-clip_toy=tests/data/toy-eval/en-single-02.wav
+clip_toy=tests/data/toy-eval/en-single-01.wav
 run transcribe 120 "$hark" transcribe "$clip_toy" --model models/hark-toy-speech --device cuda --format txt \
   --output-dir "$OUT/transcribe"
 cat "$OUT"/transcribe/*.txt 2>/dev/null | sed 's/^/    text: /' | tee -a "$results"
@@ -208,6 +219,11 @@ bench() {  # name, args...
   shift
   run "bench_$name" 600 "$hark" bench --device cuda --runs 10 --json "$OUT/bench_$name.json" "$@"
 }
+if [[ $mode == toy ]]; then
+  bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-01.wav --e2e
+  echo; echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
 if [[ $mode == quick || $mode == full ]]; then  # the measurement switches, one at a time (docs/gpu.md)
   for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all HARK_CUDA_GEMV_ONE_ROW=0 HARK_CUDA_GEMV_ONE_ROW=narrow \
@@ -222,7 +238,7 @@ if [[ $mode == full ]]; then
   bench turbo_bf16 --model synthetic:large-v3-turbo --dtype f16 --compute-type bf16 --batches 1,8,32
   bench turbo_f32 --model synthetic:large-v3-turbo --dtype f16 --compute-type f32 --batches 1
   bench tiny_f16 --model synthetic:tiny --dtype f16 --compute-type f16 --batches 1,32 --clip $clip --e2e --e2e-tokens 30
-  bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-00.wav --e2e
+  bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-01.wav --e2e
   section "transformers fp16 + SDPA on the same machine"
   run transformers 600 python3 scripts/device/transformers_bench.py --size large-v3-turbo --out "$OUT/transformers.json"
 fi

@@ -3,7 +3,8 @@
 # repository's test data alone comes close. `slim-tree.sh on` takes the data the GPU run
 # does not read out of git's index for the time of a call (the files stay on disk,
 # ignored through .git/info/exclude); `slim-tree.sh off` puts everything back. Never
-# commit while slimmed: `git status` shows the paths as deleted.
+# commit while slimmed: `git status` shows the paths as deleted. `slim-tree.sh toy` keeps
+# only what `run-all.sh toy` reads (the bundled model, its clips, two assets, the scripts).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 paths=(tests/data/vad tests/data/ggml tests/data/golden/loaders tests/data/golden/decoding tests/data/golden/mel
@@ -16,10 +17,19 @@ case "${1:-}" in
     git rm -r -q --cached "${paths[@]}"
     { echo "# slim-tree.sh begin"; printf '/%s\n' "${paths[@]}"; echo "# slim-tree.sh end"; } >>"$exclude"
     ;;
+  toy)  # run-all.sh toy: only what the bundled model's GPU tests read travel (the model is 46 MB)
+    mapfile -t drop < <(git ls-files | awk -F/ '
+      $1 == "models" || ($1 == "scripts" && $2 == "device") || $0 == "scripts/bench-batching.sh" { next }
+      $1 == "tests" && $2 == "data" && $3 == "toy-eval" { next }
+      $0 == "assets/multilingual.tiktoken" || $0 == "assets/mel_filters.npz" { next }
+      { print }')
+    printf '%s\0' "${drop[@]}" | xargs -0 git rm -q --cached --
+    { echo "# slim-tree.sh begin"; printf '/%s\n' "${drop[@]}"; echo "# slim-tree.sh end"; } >>"$exclude"
+    ;;
   off)
     sed -i '/^# slim-tree.sh begin$/,/^# slim-tree.sh end$/d' "$exclude"
-    git reset -q -- "${paths[@]}"
+    git reset -q
     ;;
-  *) echo "usage: slim-tree.sh on|off"; exit 2 ;;
+  *) echo "usage: slim-tree.sh on|toy|off"; exit 2 ;;
 esac
 git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1

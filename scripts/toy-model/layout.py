@@ -6,6 +6,11 @@ Whisper's training format:
   speech, no timestamps: SOT lang TRANSCRIBE NOTIMESTAMPS text text ... EOT
   cut last utterance:    ... <|t_end|> <|t_cut_start|> EOT   (the segment continues past 30 s)
   silence / noise only:  SOT NOSPEECH EOT  (no-speech probability is read at the SOT step)
+  with a prompt:         STARTOFPREV prompt... SOT ...  (the prompt's own tokens are not taught)
+Prompts are what a long-form transcription gives each window after the first (the text
+decoded so far, timestamps included, up to 223 tokens) or a user's initial prompt: a model
+never shown one answers a prompted window with an empty transcript (found on the first
+open-vocabulary checkpoint, 2026-12-01).
 First utterances start before 1 s because decoders forbid a first timestamp past
 max_initial_timestamp_index (50 = 1.00 s).
 """
@@ -16,6 +21,7 @@ import tokens as T
 WINDOW_S = 30.0
 RATE = 16000
 MAX_TEXT_TOKENS = 200
+MAX_PROMPT_TOKENS = 223  # n_text_ctx // 2 - 1: what Whisper's decoding keeps of a prompt
 FIRST_START_MAX_S = 0.9
 
 
@@ -68,8 +74,39 @@ def plan_window(rng, table, lang, kind, max_utts=12, gap=(0.2, 2.0), allow_cut=T
     return plan
 
 
-def targets(plan, table, timestamps):
-    """Token ids from SOT to EOT, and whether the SOT step's loss is masked."""
+def draw_prompt(rng, table, lang, p_prompt=0.5, p_full=0.4):
+    """A previous-text prompt for a window (or [] for none): the texts of other clips of
+    the window's language, with timestamps the way a long-form loop's segments carry them
+    half of the time, cut to its last n tokens (the longest prompt 40 % of the time: a
+    long-form run's prompts are full after a few windows)."""
+    if rng.random() >= p_prompt:
+        return []
+    want = MAX_PROMPT_TOKENS if rng.random() < p_full else rng.randint(1, MAX_PROMPT_TOKENS)
+    pool = table.by_lang[lang]
+    with_times = rng.random() < 0.5
+    out, t = [], rng.uniform(0.0, 1.0)
+    while len(out) < want:
+        clip = rng.choice(pool)
+        if with_times:
+            end = min(WINDOW_S, t + table.duration[clip])
+            out += [T.timestamp_token(t)] + list(table.tokens[clip]) + [T.timestamp_token(end)]
+            t = end + rng.uniform(0.2, 1.5)
+            if t > WINDOW_S - 1.0:
+                t = rng.uniform(0.0, 1.0)
+        else:
+            out += list(table.tokens[clip])
+    return out[-want:]
+
+
+def targets(plan, table, timestamps, prompt=()):
+    """Token ids from SOT (or STARTOFPREV and the prompt) to EOT, and how many of the first
+    labels are not taught (the prompt's, and SOT's in a forced-language silence window)."""
+    head = [T.STARTOFPREV] + list(prompt) if prompt else []
+    ids, mask_sot = _targets(plan, table, timestamps)
+    return head + ids, len(head) + int(mask_sot)
+
+
+def _targets(plan, table, timestamps):
     if plan["kind"] == "silence":
         if timestamps:
             return [T.SOT, T.NOSPEECH, T.EOT], False

@@ -94,10 +94,43 @@ class Trainer(unittest.TestCase):
         table.add("en", 2.0, "Hi.", [17250, 13])
         plans = [{"lang": "en", "kind": "single", "placements": [(0, 0.5)], "cut": None, "audio_end": 3.0},
                  {"lang": "en", "kind": "silence", "placements": [], "cut": None, "audio_end": 3.0}]
-        inputs, labels = T.build_targets(plans, table, random.Random(0), self.torch.device("cpu"), p_timestamps=0.0)
+        inputs, labels = T.build_targets(plans, table, random.Random(0), self.torch.device("cpu"), p_timestamps=0.0,
+                                         p_prompt=0.0)
         self.assertEqual(inputs[0, :5].tolist(), [Tk.SOT, Tk.lang_token("en"), Tk.TRANSCRIBE, Tk.NOTIMESTAMPS, 17250])
         self.assertEqual(labels[0, :6].tolist(), [Tk.lang_token("en"), Tk.TRANSCRIBE, Tk.NOTIMESTAMPS, 17250, 13, Tk.EOT])
         self.assertEqual(labels[1, 0].item(), -100)  # silence with a forced prompt: SOT step not taught
+
+    def test_prompted_windows_teach_only_the_transcript(self):
+        import layout
+        import tokens as Tk
+        T = self.T
+        table = layout.ClipTable()
+        for i in range(20):
+            table.add("en", 2.0 + i % 3, f"Sentence {i}.", [1000 + i, 1100 + i, 13])
+        plans = [{"lang": "en", "kind": "single", "placements": [(0, 0.5)], "cut": None, "audio_end": 3.0},
+                 {"lang": "en", "kind": "silence", "placements": [], "cut": None, "audio_end": 3.0}]
+        inputs, labels = T.build_targets(plans, table, random.Random(3), self.torch.device("cpu"), p_timestamps=1.0,
+                                         p_prompt=1.0)
+        for b in range(2):
+            row, lab = inputs[b].tolist(), labels[b].tolist()
+            self.assertEqual(row[0], Tk.STARTOFPREV)
+            sot = row.index(Tk.SOT)
+            self.assertTrue(2 <= sot <= 1 + layout.MAX_PROMPT_TOKENS)
+            self.assertTrue(all(x == -100 for x in lab[:sot]))  # the prompt is context, not a target
+            self.assertNotIn(Tk.SOT, row[1:sot])
+        self.assertEqual(labels[0, inputs[0].tolist().index(Tk.SOT)].item(), Tk.lang_token("en"))
+        self.assertEqual(labels[1, inputs[1].tolist().index(Tk.SOT)].item(), Tk.NOSPEECH)  # read after a prompt too
+
+    def test_prompts_are_cut_to_whispers_length(self):
+        import layout
+        table = layout.ClipTable()
+        for i in range(10):
+            table.add("de", 1.0 + i, "x", list(range(30)))
+        rng = random.Random(1)
+        lengths = [len(layout.draw_prompt(rng, table, "de", p_prompt=1.0)) for _ in range(300)]
+        self.assertEqual(max(lengths), layout.MAX_PROMPT_TOKENS)
+        self.assertGreater(min(lengths), 0)
+        self.assertEqual(layout.draw_prompt(rng, table, "de", p_prompt=0.0), [])
 
 
 @unittest.skipIf(importlib.util.find_spec("torch") is None, "torch missing (apt-get install python3-torch)")

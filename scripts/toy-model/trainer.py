@@ -91,20 +91,20 @@ def coloured_noise(B, tilt, device):
     return y / y.pow(2).mean(dim=1, keepdim=True).sqrt().clamp(min=1e-12)
 
 
-def build_targets(plans, table, rng, device, p_timestamps=0.75):
+def build_targets(plans, table, rng, device, p_timestamps=0.75, p_prompt=0.5):
     seqs, masks = [], []
     for plan in plans:
-        ids, mask_sot = layout.targets(plan, table, timestamps=rng.random() < p_timestamps)
+        prompt = layout.draw_prompt(rng, table, plan["lang"], p_prompt) if p_prompt > 0 else []
+        ids, n_masked = layout.targets(plan, table, timestamps=rng.random() < p_timestamps, prompt=prompt)
         seqs.append(ids)
-        masks.append(mask_sot)
+        masks.append(n_masked)
     L = max(len(s) for s in seqs) - 1
     inputs = np.full((len(seqs), L), T.EOT, dtype=np.int64)
     labels = np.full((len(seqs), L), -100, dtype=np.int64)
     for b, (s, m) in enumerate(zip(seqs, masks)):
         inputs[b, : len(s) - 1] = s[:-1]
         labels[b, : len(s) - 1] = s[1:]
-        if m:
-            labels[b, 0] = -100
+        labels[b, :m] = -100
     return torch.from_numpy(inputs).to(device), torch.from_numpy(labels).to(device)
 
 

@@ -219,6 +219,7 @@ void BatchScheduler::Impl::call(SequenceGroup& g, std::unique_lock<std::mutex>& 
   }
   g.done = false;
   g.error = nullptr;
+  g.between_runs = false;
   work.notify_one();
   g.wake.wait(lock, [&] { return g.done; });
   g.call = SequenceGroup::Call::None;

@@ -176,7 +176,8 @@ int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
 bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
   auto admitted_ready = [&] {
     for (const auto& g : groups)
-      if (!g->dead && g->first >= 0 && !(g->call != SequenceGroup::Call::None && !g->done)) return false;
+      if (!g->dead && g->first >= 0 && !g->between_runs && !(g->call != SequenceGroup::Call::None && !g->done))
+        return false;
     return true;
   };
   auto any_step = [&] {
@@ -198,8 +199,10 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
   for (const auto& g : groups) {
     if (g->first < 0 || !pending(*g, SequenceGroup::Call::Step)) continue;
     if (state->length(g->first) + 1 > text_ctx) {
-      if (g->on_choice)  // a greedy run ends where the context does
+      if (g->on_choice) {  // a greedy run ends where the context does
+        g->between_runs = true;
         finish_call(*g);
+      }
       else  // fails its call alone, not the shared step
         finish_call(*g, std::make_exception_ptr(Error(ErrorCode::InvalidArgument,
                                                       "[decoder] sequence would exceed the text context of " +
@@ -277,7 +280,10 @@ void BatchScheduler::Impl::step_done(SequenceGroup& g) {
   }
   ++g.handed;
   ++stats.tokens_fed_back;
-  if (!go_on || --g.steps_left <= 0) return finish_call(g);
+  if (!go_on || --g.steps_left <= 0) {
+    g.between_runs = true;
+    return finish_call(g);
+  }
   // The next step's token and summary, as select_feed_back advances them on a GPU; the
   // call stays pending: the group is ready for the next step.
   g.tokens.assign(1, advance_summary(g.summaries.at(0), choice.token, g.rules));

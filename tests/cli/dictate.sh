@@ -10,8 +10,8 @@ set -uo pipefail
 HARK=${1:?usage: dictate.sh path/to/hark}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MODEL=$ROOT/models/hark-toy-speech
-SHORT=$ROOT/tests/data/toy-eval/en-single-02.wav   # 4.1 s, one sentence
-LONG=$ROOT/tests/data/toy-eval/en-multi-08.wav     # 7.3 s, two sentences
+SHORT=$ROOT/tests/data/toy-eval/en-single-05.wav   # 2.8 s, one sentence
+LONG=$ROOT/tests/data/toy-eval/en-multi-07.wav     # 6.9 s, two sentences (must stay > 6.25 s: see 4.)
 WORK=$(mktemp -d)
 SERVER_PID=""
 cleanup() {
@@ -106,8 +106,12 @@ if [[ -n $full ]]; then
   rc=$?
   check "SIGINT: exit 0 (rc $rc: $(head -c 300 "$WORK/int.err"))" test "$rc" = 0
   check "SIGINT: a transcript is printed" test -s "$WORK/int.out"
+  #    Stopped at 2.5 s, the take holds between 1 s and 6.25 s (16000 and 100000 samples),
+  #    which tells an early stop apart only while LONG is longer than 6.25 s.
   samples=$("$HARK" probe "$WORK/interrupted.wav" 2>/dev/null | sed -n 's/^samples: *\([0-9]*\).*/\1/p')
-  check "SIGINT: the take stopped early (${samples:-no} samples of 116456)" test "${samples:-0}" -gt 16000 -a "${samples:-0}" -lt 100000
+  long_samples=$("$HARK" probe "$LONG" 2>/dev/null | sed -n 's/^samples: *\([0-9]*\).*/\1/p')
+  check "SIGINT: the take stopped early (${samples:-no} samples of ${long_samples:-?})" \
+    test "${samples:-0}" -gt 16000 -a "${samples:-0}" -lt 100000 -a "${long_samples:-0}" -gt 100000
 fi
 
 # 5. The server goes away halfway through a take: the take is kept whole.

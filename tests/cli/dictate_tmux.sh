@@ -9,7 +9,8 @@ set -uo pipefail
 HARK=${1:?usage: dictate_tmux.sh path/to/hark}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MODEL=$ROOT/models/hark-toy-speech
-CLIP=$ROOT/tests/data/toy-eval/en-single-02.wav  # 4.1 s
+CLIP=$ROOT/tests/data/toy-eval/en-single-01.wav  # 2.7 s, "We were surrounded by darkness."
+WORD=darkness  # a word of CLIP that the preview must show while recording
 command -v tmux >/dev/null || { echo "SKIPPED: tmux is not installed"; exit 0; }
 # The key decoding and hold-to-talk logic run under the sanitizers in hark_test_dictate;
 # this test (which waits out a real-time take) runs in the release build only.
@@ -55,7 +56,7 @@ seen_meter=0 seen_partial=0 deadline=$((SECONDS + 90))
 while ((SECONDS < deadline)); do
   line=$(pane | grep -E '^REC +[0-9.]+ s' | tail -1)
   [[ $line =~ \[#+\.*\] ]] && seen_meter=1
-  [[ $line == *"need"* ]] && seen_partial=1
+  [[ $line == *"$WORD"* ]] && seen_partial=1
   secs=$(sed -n 's/^REC *\([0-9]*\)\..*/\1/p' <<<"$line")
   [[ -n $secs ]] && ((secs >= 5 && seen_partial)) && break
   sleep 0.1

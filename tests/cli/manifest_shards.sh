@@ -24,10 +24,10 @@ fail() { echo "FAILED: $*"; exit 1; }
 # file that is not audio.
 cd "$WORK"
 mkdir -p in/a in/b
-declare -A WANT=([in/a/1]=brahe [in/a/2]=tomatoes [in/b/1]=amerind)
-ln -s "$CLIPS/en-single-00.wav" in/a/1.wav
-ln -s "$CLIPS/en-single-02.wav" in/a/2.wav
-ln -s "$CLIPS/en-multi-08.wav" in/b/1.wav
+declare -A WANT=([in/a/1]=darkness [in/a/2]=difference [in/b/1]=weekend)
+ln -s "$CLIPS/en-single-01.wav" in/a/1.wav
+ln -s "$CLIPS/en-single-05.wav" in/a/2.wav
+ln -s "$CLIPS/en-multi-07.wav" in/b/1.wav
 echo "not audio" >in/b/notes.wav
 cat >list.txt <<'EOF'
 # a test archive

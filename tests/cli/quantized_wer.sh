@@ -50,12 +50,12 @@ check "bench prints the compute type" $?
 printf '%s' "$out" | grep -q "step reads"
 check "bench prints the step's memory floor" $?
 
-"$hark" transcribe "$root/tests/data/toy-eval/en-single-00.wav" --model "$model" --compute-type int7 >/dev/null 2>"$work/err"
+"$hark" transcribe "$root/tests/data/toy-eval/en-single-01.wav" --model "$model" --compute-type int7 >/dev/null 2>"$work/err"
 rc=$?
 [ $rc -ne 0 ] && grep -q "int8" "$work/err"
 check "unknown compute type is a clear error listing the choices (rc $rc)" $?
 
-"$hark" transcribe "$root/tests/data/toy-eval/en-single-00.wav" --model "$model" --compute-type int8 --device cuda \
+"$hark" transcribe "$root/tests/data/toy-eval/en-single-01.wav" --model "$model" --compute-type int8 --device cuda \
   >/dev/null 2>"$work/err"
 rc=$?
 [ $rc -ne 0 ] && grep -q "runs on the CPU only" "$work/err"

@@ -33,9 +33,11 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 command -v node >/dev/null || skip "node is not installed"
 [[ -d $MODEL ]] || skip "no bundled model at $MODEL"
 
-# A clip longer than one 30 s window (two windows, so SSE has events to spread out).
-python3 - "$WORK/long.wav" "$CLIPS"/en-single-00.wav "$CLIPS"/en-single-02.wav "$CLIPS"/en-multi-08.wav \
-  "$CLIPS"/en-single-00.wav "$CLIPS"/en-single-02.wav "$CLIPS"/en-multi-08.wav "$CLIPS"/en-single-00.wav <<'EOF'
+# A clip longer than one 30 s window (two windows, so SSE has events to spread out), starting
+# with CLIP_A: three times CLIP_A, CLIP_B and the two-sentence clip (2.7 + 2.8 + 6.9 s), 37.3 s.
+CLIP_A=$CLIPS/en-single-01.wav CLIP_B=$CLIPS/en-single-05.wav CLIP_MULTI=$CLIPS/en-multi-07.wav
+python3 - "$WORK/long.wav" "$CLIP_A" "$CLIP_B" "$CLIP_MULTI" "$CLIP_A" "$CLIP_B" "$CLIP_MULTI" \
+  "$CLIP_A" "$CLIP_B" "$CLIP_MULTI" <<'EOF' || fail "long.wav: see above"
 import sys, wave
 out = wave.open(sys.argv[1], "wb")
 for i, name in enumerate(sys.argv[2:]):
@@ -43,7 +45,9 @@ for i, name in enumerate(sys.argv[2:]):
         if i == 0:
             out.setparams(w.getparams())
         out.writeframes(w.readframes(w.getnframes()))
+seconds = out.getnframes() / out.getframerate()
 out.close()
+sys.exit(0 if seconds > 30 else f"long.wav is {seconds:.1f} s, not longer than one 30 s window")
 EOF
 
 start_hark() {  # name → sets PORT_<name> and PID_<name>
@@ -111,7 +115,7 @@ if [[ ! -d $NODE_DIR/node_modules/openai ]]; then
     fail "npm could not install the openai package: $(tail -5 "$WORK/npm.log")"
 fi
 NGINX_URL=http://127.0.0.1:$NGINX_PORT HARK1_URL=http://127.0.0.1:$PORT_hark1 HARK1_PID=$PID_hark1 \
-  CLIP_A=$CLIPS/en-single-00.wav CLIP_B=$CLIPS/en-single-02.wav LONG_CLIP=$WORK/long.wav \
+  CLIP_A=$CLIP_A CLIP_B=$CLIP_B LONG_CLIP=$WORK/long.wav \
   node "$NODE_DIR/replicas.mjs" || fail "node/replicas.mjs"
 
 # hark1 drained: exit status 0, nothing cancelled, its accepted requests answered 200.

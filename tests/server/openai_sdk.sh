@@ -10,8 +10,8 @@ HARK=${1:?usage: openai_sdk.sh path/to/hark}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # The bundled toy model only understands its own synthesized speech (models/*/MODEL_CARD.md),
 # so the default clip is one of its held-out English clips.
-AUDIO=${HARK_TEST_AUDIO:-$ROOT/tests/data/toy-eval/en-single-02.wav}
-EXPECT=${HARK_TEST_EXPECT:-"we need 48 more tomatoes"}
+AUDIO=${HARK_TEST_AUDIO:-$ROOT/tests/data/toy-eval/en-single-01.wav}
+EXPECT=${HARK_TEST_EXPECT:-"we were surrounded by darkness"}
 WORK=$(mktemp -d)
 SERVER_PID=""
 cleanup() {

@@ -3,7 +3,7 @@
 // tiles of 64 keys stream through shared memory (cp.async, two stages), S = QKᵀ and
 // O += PV run on the tensor cores (mma m16n8k16, fp32 accumulators; each K and V fragment
 // read from shared memory serves the warp's M row tiles) and the softmax is kept online
-// per row in registers. Head dim 64 (every Whisper size) or 32 (hark's bundled model).
+// per row in registers. Head dim 64 (every Whisper size) or 32 (small custom checkpoints).
 // Shared-memory rows are XOR-swizzled in 16-byte chunks so that ldmatrix reads 8 rows of
 // one column block without bank conflicts (with 32 dims, two rows share a bank set: 2-way
 // at most).

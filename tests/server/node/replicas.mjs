@@ -16,7 +16,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const log = (...a) => console.log('replicas:', ...a);
 
 // Text each clip must give (the bundled toy model gets these right).
-const SAYS = { A: 'brahe', B: 'tomatoes' };
+const SAYS = { A: 'darkness', B: 'difference' };
 function says(text, word, what) {
   assert.ok(text.toLowerCase().includes(word), `${what}: '${text.slice(0, 200)}' lacks '${word}'`);
 }
