@@ -6,6 +6,7 @@
 #   scripts/bench-batching.sh [MODEL…]       default: synthetic:tiny synthetic:base
 #   env: HARK=build/bin/hark CONCURRENCY=8 REQUESTS=32 ROUNDS=2 THREADS=2 DEVICE=cpu
 #        CLIP_SECONDS="5 8 11 14 17 20 24 30" EXTRA_SERVE="" (e.g. "--compute-type f16")
+#        SOURCE_CLIP=tests/data/audio/jfk.wav (the 16 kHz PCM16 WAV the clips are cut from)
 #        OUT=/tmp/hark-bench-batching WARMUP=2
 #        SERVERS="1 0" (the --max-batch values compared; 0 = batching)
 #        DEVICES="$DEVICE" (several, e.g. "cuda:0 cuda:all", compares one GPU with all:
@@ -29,14 +30,14 @@ models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(synthetic:tiny synthetic:base)
 mkdir -p "$out/clips"
 
-# Clips of CLIP_SECONDS (default 5 to 30 s) cut from jfk.wav repeated (16 kHz mono PCM16;
-# Python's wave module, as the GPU machine has no FFmpeg).
-python3 - "$out/clips" ${CLIP_SECONDS:-5 8 11 14 17 20 24 30} <<'PY'
+# Clips of CLIP_SECONDS (default 5 to 30 s) cut from SOURCE_CLIP repeated (16 kHz mono
+# PCM16; Python's wave module, as the GPU machine has no FFmpeg).
+python3 - "$out/clips" "${SOURCE_CLIP:-tests/data/audio/jfk.wav}" ${CLIP_SECONDS:-5 8 11 14 17 20 24 30} <<'PY'
 import sys, wave
-src = wave.open("tests/data/audio/jfk.wav")
+src = wave.open(sys.argv[2])
 assert src.getframerate() == 16000 and src.getnchannels() == 1 and src.getsampwidth() == 2
 pcm = src.readframes(src.getnframes())
-for sec in map(int, sys.argv[2:]):
+for sec in map(int, sys.argv[3:]):
     need = sec * 16000 * 2
     with wave.open(f"{sys.argv[1]}/clip-{sec:03d}.wav", "wb") as w:
         w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
