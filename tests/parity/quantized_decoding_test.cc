@@ -214,8 +214,10 @@ TEST_P(ToyQuantized, AtMostTwoDifferingTokensPerClip) {
 }
 
 // int8 is the fast CPU mode; the ggml types that keep the rule on this model run with
-// HARK_SLOW_TESTS=1 (q5_1 and the 4-bit types do not: docs/models-formats.md has their counts).
-INSTANTIATE_TEST_SUITE_P(ComputeTypes, ToyQuantized, ::testing::Values("int8", "q8_0", "q6_k", "q5_0"));
+// HARK_SLOW_TESTS=1. On the open-vocabulary model (width 256, where every matrix takes a
+// k-quant) q6_k and q5_0 no longer do (15 and 33 of 524 tokens, worst clips 6 and 8, on
+// 2026-12-01; the 4-bit types did not on the old model either): docs/parity.md has the counts.
+INSTANTIATE_TEST_SUITE_P(ComputeTypes, ToyQuantized, ::testing::Values("int8", "q8_0"));
 
 // `faithful` requests on a quantized engine run the fp32 reference path on the values the
 // quantized weights hold: the same tokens as an f32 engine over the same file.
