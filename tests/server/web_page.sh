@@ -13,7 +13,7 @@ set -euo pipefail
 HARK=${1:?usage: web_page.sh path/to/hark}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MODEL=$ROOT/models/hark-toy-speech
-CLIP=${HARK_WEB_CLIP:-$ROOT/tests/data/toy-eval/en-single-01.wav}
+CLIP=${HARK_WEB_CLIP:-$ROOT/tests/data/toy-eval/en-multi-07.wav}
 CHROMIUM=${HARK_CHROMIUM:-/usr/bin/chromium}
 ARTIFACTS=$(cd "$(dirname "$HARK")/.." && pwd)/test-artifacts
 WORK=$(mktemp -d)
