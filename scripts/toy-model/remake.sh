@@ -34,16 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$out"
-prefix=/tmp/hark-espeak
-mkdir -p "$prefix"
-for f in .device-carry/debs/*.deb; do dpkg -x "$f" "$prefix"; done
-lib=$prefix/usr/lib/x86_64-linux-gnu
-# Only the synthesis workers get this library path (train.py passes it on): the Debian 12
-# libraries must not shadow the machine's own in the process that runs torch. The same
-# path lets augment.py find libopus, libmp3lame and libmpg123 there.
-export ESPEAK_LD_PATH=$lib:$prefix/lib/x86_64-linux-gnu:$lib/pulseaudio
-export ESPEAK_LIB=$lib/libespeak-ng.so.1 ESPEAK_DATA=$lib ESPEAK_BIN=$prefix/usr/bin/espeak-ng
-export PYTHONUNBUFFERED=1 PYTHONHASHSEED=0
+. scripts/toy-model/espeak-env.sh
 if [ -n "$resume" ]; then
   rm -rf /tmp/hark-state
   "$py" scripts/toy-model/runstate.py unpack "$resume" /tmp/hark-state > "$out/resumed-state.json" || exit 1
