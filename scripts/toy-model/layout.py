@@ -11,8 +11,14 @@ Prompts are what a long-form transcription gives each window after the first (th
 decoded so far, timestamps included, up to 223 tokens) or a user's initial prompt: a model
 never shown one answers a prompted window with an empty transcript (found on the first
 open-vocabulary checkpoint, 2026-12-01).
-First utterances start before 1 s because decoders forbid a first timestamp past
-max_initial_timestamp_index (50 = 1.00 s).
+Most first utterances start before 1 s because decoders forbid a first timestamp past
+max_initial_timestamp_index (50 = 1.00 s). A long-form transcription, though, starts each
+window where the last segment ended, often in a pause of several seconds, and pauses
+inside a window run longer than 2 s in real speech: the run-8 checkpoint, trained on
+neither, answered such a window with an empty segment and the seek loop skipped 30 s of
+speech (2026-12-01, `hark_eval.sh`). So training windows may also start late
+(`late_start`: the first timestamp is then <|1.00|>, what the decoder allows) and hold
+long pauses (`long_gap`).
 """
 import random
 
@@ -23,6 +29,8 @@ RATE = 16000
 MAX_TEXT_TOKENS = 200
 MAX_PROMPT_TOKENS = 223  # n_text_ctx // 2 - 1: what Whisper's decoding keeps of a prompt
 FIRST_START_MAX_S = 0.9
+LATE_START_S = (1.0, 8.0)  # a late first utterance, as a seek loop's window after a pause meets it
+LONG_GAP_S = (2.0, 8.0)
 
 
 class ClipTable:
@@ -40,14 +48,17 @@ class ClipTable:
         self.tokens.append(token_ids)
 
 
-def plan_window(rng, table, lang, kind, max_utts=12, gap=(0.2, 2.0), allow_cut=True):
-    """kind: 'silence', 'single' or 'multi'. Returns a plan dict (times in seconds)."""
+def plan_window(rng, table, lang, kind, max_utts=12, gap=(0.2, 2.0), allow_cut=True, late_start=0.0,
+                long_gap=0.0):
+    """kind: 'silence', 'single' or 'multi'. Returns a plan dict (times in seconds).
+    late_start: the share of windows whose first utterance starts in LATE_START_S;
+    long_gap: the share of pauses drawn from LONG_GAP_S instead of `gap`."""
     plan = {"lang": lang, "kind": kind, "placements": [], "cut": None}
     if kind == "silence":
         plan["audio_end"] = rng.uniform(3.0, WINDOW_S)
         return plan
     pool = table.by_lang[lang]
-    t = rng.uniform(0.0, FIRST_START_MAX_S)
+    t = rng.uniform(*LATE_START_S) if late_start and rng.random() < late_start else rng.uniform(0.0, FIRST_START_MAX_S)
     n_tokens, wanted = 0, 1 if kind == "single" else rng.randint(2, max_utts)
     for _ in range(wanted * 3):
         if len(plan["placements"]) >= wanted:
@@ -58,7 +69,7 @@ def plan_window(rng, table, lang, kind, max_utts=12, gap=(0.2, 2.0), allow_cut=T
             continue
         plan["placements"].append((clip, t))
         n_tokens += len(table.tokens[clip]) + 2
-        t += dur + rng.uniform(*gap)
+        t += dur + rng.uniform(*(LONG_GAP_S if long_gap and rng.random() < long_gap else gap))
     if not plan["placements"]:  # every draw was too long: take the shortest clip
         clip = min(pool[:50], key=lambda c: table.duration[c])
         plan["placements"].append((clip, 0.0))
@@ -117,9 +128,9 @@ def _targets(plan, table, timestamps):
     out = [T.SOT, T.lang_token(plan["lang"]), T.TRANSCRIBE]
     if not timestamps:
         out.append(T.NOTIMESTAMPS)
-    for clip, start in plan["placements"]:
-        if timestamps:
-            out.append(T.timestamp_token(start))
+    for k, (clip, start) in enumerate(plan["placements"]):
+        if timestamps:  # a late first utterance: the latest first timestamp decoders allow
+            out.append(T.timestamp_token(min(start, 1.0) if k == 0 else start))
         out.extend(table.tokens[clip])
         if timestamps:
             out.append(T.timestamp_token(start + table.duration[clip]))

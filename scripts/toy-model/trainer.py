@@ -280,7 +280,8 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
         if more:
             more = _drain(stream, store, meta, tok, False, used_lines)
         # Fewer single-utterance windows than run 3 (22 %): open vocabulary needs text per window.
-        plans = [layout.plan_window(rng, store.table, rng.choice(langs), layout.draw_kind(rng, 0.08, 0.12))
+        plans = [layout.plan_window(rng, store.table, rng.choice(langs), layout.draw_kind(rng, 0.08, 0.12),
+                                    late_start=args.late_start, long_gap=args.long_gap)
                  for _ in range(args.batch)]
         with torch.no_grad():
             feats = melspec(gather_audio(store, plans, rng, device))
