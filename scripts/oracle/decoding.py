@@ -563,10 +563,8 @@ def main():
     OUT_DIR[0] = args.out
     import torch
     from transformers import WhisperFeatureExtractor
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    import synthetic
+    device = synthetic.exact_torch()
     ref = Ref(device)
 
     audio = long_audio()

@@ -94,10 +94,7 @@ def main():
     ap.add_argument("--sizes", default="tiny,base,large-v3-turbo")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = synthetic.exact_torch()
     for size in args.sizes.split(","):
         golden_for(size, args.out, device)
 

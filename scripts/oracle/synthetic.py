@@ -162,3 +162,14 @@ def build_hf_model(size, save_dir=None, device="cpu"):
         except Exception:
             model.config._attn_implementation = "eager"
     return model.to(device).eval()
+
+
+def exact_torch():
+    """PyTorch set up the way every golden is made: fp32 products without TF32 (on by
+    default for cuDNN, and for matmul in some versions), highest matmul precision; returns
+    the device to use ("cuda" where there is one)."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return "cuda" if torch.cuda.is_available() else "cpu"

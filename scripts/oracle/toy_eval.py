@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import decoding  # noqa: E402  (the same Ref, filters and greedy loop as the other goldens)
+import synthetic  # noqa: E402
 
 TOY_EVAL = os.path.join("tests", "data", "toy-eval")
 
@@ -52,10 +53,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     import torch
     from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = synthetic.exact_torch()
     with open(os.path.join(decoding.TOY_DIR, "generation_config.json")) as f:
         heads = json.load(f).get("alignment_heads")
     model = WhisperForConditionalGeneration.from_pretrained(decoding.TOY_DIR, attn_implementation="eager",
