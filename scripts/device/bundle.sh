@@ -21,6 +21,9 @@ out=.device-carry/bundle
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/tests" "$out/lib"
 pwd >"$out/source_dir"  # the binaries look for test data and models there (run-all.sh links it)
+# What the binaries were built from: the commit, and whether the tree differed from it.
+{ git rev-parse --short HEAD; git diff --quiet HEAD -- src include CMakeLists.txt cmake || echo "(with uncommitted changes)"; } \
+  | paste -sd' ' >"$out/source_commit"
 cp "$build/bin/hark" "$build/bin/libhark_cuda.so" "$out/bin/"
 cp "$build/tests/hark_test_cuda" "$build/tests/hark_test_gpu" "$build/tests/hark_test_model" "$out/tests/"
 strip --strip-unneeded "$out"/bin/* "$out"/tests/*

@@ -72,7 +72,8 @@ run() {  # name, timeout seconds, command...
   echo "# hark on the GPU machine, $(date -u +%F' '%H:%M) UTC ($mode)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # The bundle's own record (bundle.sh): the device copy's git HEAD can lag behind it.
+  echo "bundle built from: $(cat "$bundle/source_commit" 2>/dev/null || echo unknown)"
 } | tee "$results"
 missing=$(ldd "$hark" "$HARK_CUDA_MODULE" | grep 'not found' | sort -u)
 [[ -n $missing ]] && { echo "missing libraries: $missing" | tee -a "$results"; exit 1; }

@@ -7,7 +7,7 @@ it). Prints and writes WER per language for short windows and for 1-3 minute rec
 and the share of silence/noise windows that give no text.
 
   bash scripts/toy-model/hark_eval.sh [--hark build/bin/hark] [--model models/hark-toy-speech]
-       [--clips 150] [--out /tmp/hark-toy-eval]
+       [--clips 150] [--out /tmp/hark-toy-eval] [--hark-args "--vad trim"]
 
 The training run's figures (results/open-run*-results.json) come from transformers'
 generate() on the GPU; these are hark's, on the CPU, and the long-form ones are the
@@ -38,6 +38,7 @@ def parse_args():
     ap.add_argument("--clips", type=int, default=150, help="held-out sentences per language")
     ap.add_argument("--windows", default="10,20,24", help="single, multi per language; silence windows")
     ap.add_argument("--out", default="/tmp/hark-toy-eval")
+    ap.add_argument("--hark-args", default="", help="more `hark transcribe` options, e.g. \"--vad trim\"")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     return ap.parse_args()
@@ -70,7 +71,8 @@ def transcribe(args, items, folder):
         txt = os.path.join(folder, f"txt-{lang}")
         files = [os.path.join(folder, it["name"] + ".wav") for it in group]
         subprocess.run([args.hark, "transcribe", *files, "--model", args.model, "--language", lang, "--format", "txt",
-                        "--output-dir", txt], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        "--output-dir", txt, *args.hark_args.split()], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
         for it in group:
             with open(os.path.join(txt, it["name"] + ".txt"), encoding="utf-8") as f:
                 out[it["name"]] = f.read().strip()
@@ -110,7 +112,8 @@ def main():
     log(f"transcribed {len(short) + len(long)} items in {time.time() - t:.0f} s")
     silence = [it for it in short if it["kind"] == "silence"]
     report = {
-        "model": args.model, "hark": args.hark, "clips_per_language": args.clips, "windows": counts,
+        "model": args.model, "hark": args.hark, "hark_args": args.hark_args, "clips_per_language": args.clips,
+        "windows": counts,
         "short": score(short, hyps),
         "long_form": score(long, hyps) | {"seconds": {it["name"]: round(len(it["pcm"]) / evalsets.RATE, 1)
                                                       for it in long}},
