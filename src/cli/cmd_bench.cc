@@ -204,7 +204,8 @@ void run_bench(const BenchArgs& args) {
   const std::string gemm = cpu ? std::string(", GEMM ") + gemm_library() + ", quantized " + quant_isa() : "";
   std::printf("model %s (%s, %s weights), backend %s, compute type %s, activations %s%s, %d threads\n",
               args.model.c_str(), hp.size_name().c_str(), dtype_name(ckpt->dtype), backend->name().c_str(),
-              describe(compute, *ckpt).c_str(), dtype_name(backend->act_dtype()), gemm.c_str(), backend->threads());
+              describe(compute, *ckpt, backend->cross_kv_dtype()).c_str(), dtype_name(backend->act_dtype()), gemm.c_str(),
+              backend->threads());
   // 30 s of audio: the clip (repeated or cut to 30 s) or a deterministic chirp.
   std::vector<float> samples;
   if (!args.clip.empty()) samples = decode_audio_file(args.clip);

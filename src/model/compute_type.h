@@ -43,8 +43,10 @@ ComputeType resolve_compute_type(ComputeType ct, const Checkpoint& checkpoint, D
 // On the GPU, quantized weights are widened to f16 (its backend has no quantized kernels).
 std::shared_ptr<const Checkpoint> apply_compute_type(std::shared_ptr<const Checkpoint> checkpoint,
                                                      const ComputeType& ct, Device device);
-// "int8 (weights q8_0, cross K/V f16)", for hark bench and logs.
+// "int8 (weights q8_0, cross K/V f16)", for hark bench and logs. A GPU backend keeps the
+// cross K/V in its activation dtype whatever `ct` says: pass the backend's cross_kv_dtype().
 std::string describe(const ComputeType& ct, const Checkpoint& checkpoint);
+std::string describe(const ComputeType& ct, const Checkpoint& checkpoint, DType cross_kv);
 // The device a --device string names ("auto": CUDA when a GPU is present).
 Device device_of(const std::string& device);
 
