@@ -94,7 +94,7 @@ def coloured_noise(B, tilt, device):
 def build_targets(plans, table, rng, device, p_timestamps=0.75, p_prompt=0.5):
     seqs, masks = [], []
     for plan in plans:
-        prompt = layout.draw_prompt(rng, table, plan["lang"], p_prompt) if p_prompt > 0 else []
+        prompt = layout.draw_prompt(rng, table, plan["lang"], p_prompt)
         ids, n_masked = layout.targets(plan, table, timestamps=rng.random() < p_timestamps, prompt=prompt)
         seqs.append(ids)
         masks.append(n_masked)

@@ -47,9 +47,10 @@ struct SequenceGroup {
   // back, so no step waits for the group's thread to wake and answer.
   const std::function<bool(const TokenChoice&)>* on_choice = nullptr;
   int steps_left = 0, handed = 0;
-  // The group's greedy run has just ended: its thread now works on the window's result
-  // (segments, the next window's mel and encoder) and its next call is a prefill, which
-  // runs between steps on its own. Steps do not wait for it; its next call clears this.
+  // The group's greedy run has just ended (set by finish_call): its thread now works on the
+  // window's result (segments, the next window's mel and encoder) and its next call is a
+  // prefill, which runs between steps on its own. Steps do not wait for it; its next call
+  // clears this.
   bool between_runs = false;
   std::vector<int> pending_reorder;  // beams: applied before the group's next call
   std::vector<float> logits;

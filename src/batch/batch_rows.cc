@@ -199,10 +199,8 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
   for (const auto& g : groups) {
     if (g->first < 0 || !pending(*g, SequenceGroup::Call::Step)) continue;
     if (state->length(g->first) + 1 > text_ctx) {
-      if (g->on_choice) {  // a greedy run ends where the context does
-        g->between_runs = true;
+      if (g->on_choice)  // a greedy run ends where the context does
         finish_call(*g);
-      }
       else  // fails its call alone, not the shared step
         finish_call(*g, std::make_exception_ptr(Error(ErrorCode::InvalidArgument,
                                                       "[decoder] sequence would exceed the text context of " +
@@ -280,10 +278,7 @@ void BatchScheduler::Impl::step_done(SequenceGroup& g) {
   }
   ++g.handed;
   ++stats.tokens_fed_back;
-  if (!go_on || --g.steps_left <= 0) {
-    g.between_runs = true;
-    return finish_call(g);
-  }
+  if (!go_on || --g.steps_left <= 0) return finish_call(g);
   // The next step's token and summary, as select_feed_back advances them on a GPU; the
   // call stays pending: the group is ready for the next step.
   g.tokens.assign(1, advance_summary(g.summaries.at(0), choice.token, g.rules));

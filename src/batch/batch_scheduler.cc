@@ -233,6 +233,7 @@ bool BatchScheduler::Impl::run_exclusive(std::unique_lock<std::mutex>& lock) {
 }
 
 void BatchScheduler::Impl::finish_call(SequenceGroup& g, std::exception_ptr error) {
+  g.between_runs = g.on_choice != nullptr;  // a greedy run's end: the thread has other work now
   g.error = error;
   g.done = true;
   g.wake.notify_all();

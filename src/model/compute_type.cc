@@ -90,10 +90,6 @@ std::shared_ptr<const Checkpoint> apply_compute_type(std::shared_ptr<const Check
   return out;
 }
 
-std::string describe(const ComputeType& ct, const Checkpoint& checkpoint) {
-  return describe(ct, checkpoint, ct.cross_kv);
-}
-
 std::string describe(const ComputeType& ct, const Checkpoint& checkpoint, DType cross_kv) {
   std::string text = ct.name + " (weights " + dtype_name(checkpoint.dtype);
   if (ct.name == "auto" || !ct.weights) text += " as stored";

@@ -45,7 +45,6 @@ std::shared_ptr<const Checkpoint> apply_compute_type(std::shared_ptr<const Check
                                                      const ComputeType& ct, Device device);
 // "int8 (weights q8_0, cross K/V f16)", for hark bench and logs. A GPU backend keeps the
 // cross K/V in its activation dtype whatever `ct` says: pass the backend's cross_kv_dtype().
-std::string describe(const ComputeType& ct, const Checkpoint& checkpoint);
 std::string describe(const ComputeType& ct, const Checkpoint& checkpoint, DType cross_kv);
 // The device a --device string names ("auto": CUDA when a GPU is present).
 Device device_of(const std::string& device);

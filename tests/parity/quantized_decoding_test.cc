@@ -1,7 +1,7 @@
 // Quantized decoding (--compute-type int8 and ggml types) against the fp32 reference path
 // on the bundled model's held-out clips: at most two differing tokens per clip (token edit
-// distance, each run of text tokens in its canonical tokenization), greedy and beam 5. The synthetic shapes are compared step by step in
-// tests/unit/model/quantized_model_test.cc; the WER side of the proof (same WER within
+// distance, each run of text tokens in its canonical tokenization), greedy and beam 5. The
+// synthetic shapes are compared step by step in tests/unit/model/quantized_model_test.cc; the WER side of the proof (same WER within
 // 0.5 points) is tests/cli/quantized_wer.sh.
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "hark/engine.h"
 #include "model/loaders/loaders.h"
 #include "test_support.h"
+#include "token_distance.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hark {
@@ -26,19 +27,6 @@ std::vector<int> all_tokens(const Transcript& t) {
   std::vector<int> out;
   for (const Segment& s : t.segments) out.insert(out.end(), s.tokens.begin(), s.tokens.end());
   return out;
-}
-
-// Substitutions + insertions + deletions between two token sequences.
-size_t token_edit_distance(const std::vector<int>& a, const std::vector<int>& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1] ? 1 : 0)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 // The tokens of a transcript with every run of text tokens between two timestamps (or
@@ -70,8 +58,8 @@ std::vector<int> canonical_tokens(const Transcript& t, const Tokenizer& tok) {
 
 TEST(CanonicalTokens, SameTextInAnotherSplitIsTheSameSequence) {
   const auto tok = Tokenizer::for_vocab_size(51865);
-  const std::vector<int> canonical = tok->encode(" Seine Frauengeschichten");
   const std::string text = " Seine Frauengeschichten";
+  const std::vector<int> canonical = tok->encode(text);
   std::vector<int> split;
   for (size_t cut = 2; cut < text.size() && (split.empty() || split == canonical); ++cut) {
     split = tok->encode(text.substr(0, cut));
@@ -94,10 +82,10 @@ TEST(CanonicalTokens, SameTextInAnotherSplitIsTheSameSequence) {
 }
 
 TEST(TokenEditDistance, CountsEachDifference) {
-  EXPECT_EQ(token_edit_distance({1, 2, 3}, {1, 2, 3}), 0u);
-  EXPECT_EQ(token_edit_distance({1, 2, 3}, {1, 9, 3}), 1u);
-  EXPECT_EQ(token_edit_distance({1, 2, 3}, {1, 3}), 1u);
-  EXPECT_EQ(token_edit_distance({1, 2, 3, 4}, {9, 2, 3}), 2u);
+  EXPECT_EQ(test::edit_distance({1, 2, 3}, {1, 2, 3}), 0);
+  EXPECT_EQ(test::edit_distance({1, 2, 3}, {1, 9, 3}), 1);
+  EXPECT_EQ(test::edit_distance({1, 2, 3}, {1, 3}), 1);
+  EXPECT_EQ(test::edit_distance({1, 2, 3, 4}, {9, 2, 3}), 2);
 }
 
 std::unique_ptr<Engine> toy_engine(const std::string& compute_type) {
@@ -200,10 +188,10 @@ TEST_P(ToyQuantized, AtMostTwoDifferingTokensPerClip) {
     const Transcript& reference = reference_transcripts()[i];
     const Transcript got = quantized->transcribe(clip.audio, decoding(all[i].beam, clip.language));
     const std::vector<int> ref = canonical_tokens(reference, toy_tokenizer());
-    const size_t d = token_edit_distance(ref, canonical_tokens(got, toy_tokenizer()));
+    const size_t d = test::edit_distance(ref, canonical_tokens(got, toy_tokenizer()));
     EXPECT_LE(d, kMaxDifferingTokens) << clip.file << (all[i].beam ? " beam 5" : " greedy");
     worst = std::max(worst, d), total += d, tokens += ref.size();
-    raw_total += token_edit_distance(all_tokens(reference), all_tokens(got));
+    raw_total += test::edit_distance(all_tokens(reference), all_tokens(got));
   }
   RecordProperty("worst_clip_differing_tokens", std::to_string(worst));
   RecordProperty("differing_tokens", std::to_string(total) + " of " + std::to_string(tokens));

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -75,9 +76,12 @@ std::vector<Request> toy_requests() {
   const auto clips = toy_clips();
   for (const auto& [file, audio] : clips)
     for (const auto& [name, options] : sets) out.push_back({file + " " + name, audio, options, 0, name == "fallback"});
+  std::vector<const std::vector<float>*> english;
+  for (const auto& [file, audio] : clips)
+    if (file.rfind("en-", 0) == 0) english.push_back(&audio);
+  if (english.empty()) throw std::runtime_error("toy-eval has no English clips (en-*.wav) to stream");
   while (all.size() < 31 * 16000)
-    for (const auto& [file, audio] : clips)
-      if (file.rfind("en-", 0) == 0) all.insert(all.end(), audio.begin(), audio.end());
+    for (const auto* audio : english) all.insert(all.end(), audio->begin(), audio->end());
   out.push_back({"English clips streamed", all, greedy, 2.5});
   out.push_back({"English clips streamed, words", all, words, 2.5});
   return out;

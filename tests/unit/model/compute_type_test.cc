@@ -68,7 +68,7 @@ TEST(ComputeType, Int8QuantizesTheMatricesAtLoad) {
   EXPECT_EQ(q->weights.get("encoder.positional_embedding").dtype(), DType::F32);
   EXPECT_EQ(q->weights.get("encoder.conv1.weight").dtype(), DType::F32);  // 3-D: kept
   EXPECT_EQ(q->dtype, DType::Q8_0);
-  EXPECT_EQ(describe(ct, *q), "int8 (weights q8_0, cross K/V q8_0)");
+  EXPECT_EQ(describe(ct, *q, ct.cross_kv), "int8 (weights q8_0, cross K/V q8_0)");
   // What a backend really keeps (a GPU: its activation dtype) is named where it is given.
   EXPECT_EQ(describe(compute_type_named("f16"), *fp32, DType::F16), "f16 (weights f32 as stored, cross K/V f16)");
   // The source checkpoint is untouched.
