@@ -50,8 +50,10 @@ struct BatchStats {
   // path), without waking the run's thread between steps.
   uint64_t tokens_fed_back = 0;
   // Seconds the scheduler's thread spent in decoder steps, waiting for the groups' tokens
-  // before a step, in prefills and in encoder calls.
+  // before a step, in prefills, and in encoder calls (on the encoder lane's thread when
+  // there is one: those seconds overlap the steps).
   double step_seconds = 0, gather_seconds = 0, prefill_seconds = 0, encode_seconds = 0;
+  bool encoder_lane = false;  // windows are encoded on a second stream beside the steps
 };
 
 class Engine {

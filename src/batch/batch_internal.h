@@ -103,12 +103,26 @@ struct BatchScheduler::Impl {
   double last_step_ms = 0;
   std::thread thread;
 
+  // The encoder lane (batch_encoder_lane.cc): a model on a second backend and the thread
+  // that encodes the queued windows on it; null when windows are encoded between steps.
+  std::unique_ptr<WhisperModel> lane_model;
+  std::thread lane_thread;
+  std::condition_variable lane_work;  // the lane's thread waits here
+  int lane_windows = 0;               // windows in the lane's current encoder call
+
   // batch_scheduler.cc
   void loop();
   bool actionable() const;
   void fail_everything(std::unique_lock<std::mutex>& lock);
   void reap(std::unique_lock<std::mutex>& lock);
-  bool run_encodes(std::unique_lock<std::mutex>& lock);
+  // One encoder call over the oldest waiting windows, on `on` (the model or the lane's).
+  bool run_encodes(std::unique_lock<std::mutex>& lock, WhisperModel& on);
+  int encode_room() const;  // encoder calls that may start now (rows free for their windows)
+  void drop_cancelled_requests();
+  // batch_encoder_lane.cc
+  void start_lane();
+  void lane_loop();
+  std::vector<std::shared_ptr<const AudioContext>> encode_on_lane(std::span<const Tensor> mels, int audio_ctx);
   bool run_exclusive(std::unique_lock<std::mutex>& lock);
   // batch_rows.cc
   int capacity() const { return state ? state->batch() : 0; }

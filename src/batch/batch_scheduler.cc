@@ -41,6 +41,7 @@ BatchScheduler::Impl::Impl(WhisperModel& m, BatchOptions o) : model(m), options(
 
 BatchScheduler::BatchScheduler(WhisperModel& model, BatchOptions options)
     : impl_(std::make_unique<Impl>(model, options)) {
+  impl_->start_lane();
   impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
 }
 
@@ -50,16 +51,21 @@ BatchScheduler::~BatchScheduler() {
     impl_->stopping = true;
   }
   impl_->work.notify_all();
+  impl_->lane_work.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->lane_thread.joinable()) impl_->lane_thread.join();
 }
 
 const BatchOptions& BatchScheduler::options() const { return impl_->options; }
+
+bool BatchScheduler::encodes_on_lane() const { return impl_->lane_model != nullptr; }
 
 BatchStats BatchScheduler::stats() const {
   std::lock_guard lock(impl_->mutex);
   BatchStats s = impl_->stats;
   s.groups_waiting = static_cast<int>(impl_->admission.size());
   s.windows_waiting = static_cast<int>(impl_->encodes.size());
+  s.encoder_lane = impl_->lane_model != nullptr;
   return s;
 }
 
@@ -73,7 +79,10 @@ std::shared_ptr<const AudioContext> BatchScheduler::encode(const Tensor& mel, in
   std::unique_lock lock(impl_->mutex);
   if (impl_->stopping) std::rethrow_exception(unavailable());
   impl_->encodes.push_back(r);
-  impl_->work.notify_one();
+  if (impl_->lane_model)
+    impl_->lane_work.notify_one();
+  else
+    impl_->work.notify_one();
   wait_done(*r, lock);
   return r->result;
 }
@@ -93,17 +102,16 @@ void BatchScheduler::run_exclusive(const std::function<void()>& fn, const std::a
 void BatchScheduler::Impl::loop() {
   std::unique_lock lock(mutex);
   while (true) {
-    const bool idle = groups.empty() && encodes.empty() && exclusives.empty() && releasing.empty();
+    const bool idle =
+        groups.empty() && (lane_model || encodes.empty()) && exclusives.empty() && releasing.empty();
     if (idle)
       work.wait(lock, [&] { return stopping || actionable(); });
     else
       work.wait_for(lock, kCancelPoll, [&] { return stopping || actionable(); });
     if (stopping) return fail_everything(lock);
     reap(lock);
-    // Windows are encoded while the batch has rows for the sequences they will start (so
-    // steps carry as many rows as they can); when it is full they wait for rows to free up.
-    const int room = options.max_rows - rows_in_use() - queued_rows();
-    for (int calls = 0; calls < std::max(room, 0) && !encodes.empty() && !stopping; ++calls) run_encodes(lock);
+    if (!lane_model)
+      for (int calls = encode_room(); calls > 0 && !encodes.empty() && !stopping; --calls) run_encodes(lock, model);
     run_exclusive(lock);
     admit(lock);
     // Prompts of newly admitted groups, up to a budget of tokens between two steps.
@@ -113,12 +121,19 @@ void BatchScheduler::Impl::loop() {
       tokens += done;
     }
     run_step(lock);
+    if (lane_model) lane_work.notify_one();  // rows may have come free for waiting windows
   }
+}
+
+// Windows are encoded while the batch has rows for the sequences they will start (so steps
+// carry as many rows as they can); when it is full they wait for rows to free up.
+int BatchScheduler::Impl::encode_room() const {
+  return std::max(options.max_rows - rows_in_use() - queued_rows() - lane_windows, 0);
 }
 
 bool BatchScheduler::Impl::actionable() const {
   if (!exclusives.empty() || !releasing.empty()) return true;
-  if (!encodes.empty() && rows_in_use() + queued_rows() < options.max_rows) return true;
+  if (!lane_model && !encodes.empty() && encode_room() > 0) return true;
   for (const auto& g : groups)
     if (!g->dead && g->call != SequenceGroup::Call::None && !g->done && g->first >= 0) return true;
   if (!admission.empty()) {
@@ -162,6 +177,11 @@ void BatchScheduler::Impl::reap(std::unique_lock<std::mutex>&) {
   releasing.clear();
   for (auto& g : groups)
     if (!g->dead && is_set(g->cancel)) kill(*g, cancelled());
+  drop_cancelled_requests();
+  maybe_shrink();
+}
+
+void BatchScheduler::Impl::drop_cancelled_requests() {
   auto drop_cancelled = [](auto& queue) {
     std::erase_if(queue, [](const auto& r) {
       if (!is_set(r->cancel)) return false;
@@ -173,11 +193,10 @@ void BatchScheduler::Impl::reap(std::unique_lock<std::mutex>&) {
   };
   drop_cancelled(encodes);
   drop_cancelled(exclusives);
-  maybe_shrink();
 }
 
 // One encoder call over the oldest waiting windows of one audio_ctx, up to the budget.
-bool BatchScheduler::Impl::run_encodes(std::unique_lock<std::mutex>& lock) {
+bool BatchScheduler::Impl::run_encodes(std::unique_lock<std::mutex>& lock, WhisperModel& on) {
   if (encodes.empty()) return false;
   std::vector<std::shared_ptr<EncodeRequest>> batch;
   const int audio_ctx = encodes.front()->audio_ctx;
@@ -194,14 +213,21 @@ bool BatchScheduler::Impl::run_encodes(std::unique_lock<std::mutex>& lock) {
   std::vector<std::shared_ptr<const AudioContext>> out;
   std::exception_ptr error;
   const auto start = BatchClock::now();
+  const bool lane = &on == lane_model.get();
+  if (lane) lane_windows = static_cast<int>(batch.size());
   lock.unlock();
   try {
-    out = model.prepare_audio_batch(mels, audio_ctx);
-    model.backend().synchronize();
+    if (lane) {
+      out = encode_on_lane(mels, audio_ctx);
+    } else {
+      out = on.prepare_audio_batch(mels, audio_ctx);
+      on.backend().synchronize();
+    }
   } catch (...) {
     error = std::current_exception();
   }
   lock.lock();
+  if (lane) lane_windows = 0;
   stats.encode_seconds += std::chrono::duration<double>(BatchClock::now() - start).count();
   ++stats.encoder_calls;
   stats.windows_encoded += batch.size();

@@ -16,6 +16,9 @@
 // current window (each window is a new request for rows: a long run does not hold its
 // rows from one window to the next).
 //
+// On a GPU the windows are encoded on a second stream by a thread of their own
+// (batch_encoder_lane.cc), so encoder passes overlap the steps instead of pausing them.
+//
 // On the CPU (fp32) every sequence gets bit for bit the numbers it would get decoded
 // alone: windows are encoded one per call there, the products of a step are
 // row-independent up to 32 rows, and a group's rows are contiguous and read their own
@@ -32,10 +35,18 @@
 
 namespace hark {
 
+// Where windows are encoded: on the scheduler's thread between two steps, or on a lane
+// (Backend::make_lane: a second stream) by a thread of its own while the steps go on.
+// Auto: a lane on a GPU, where the compute-bound encoder and the memory-bound steps
+// overlap; none on the CPU, where both would share the same cores. HARK_ENCODER_LANE=on|off
+// overrides Auto (measurements).
+enum class EncoderLane { Auto, Off, On };
+
 struct BatchOptions {
   int max_rows = 16;            // decoder rows stepped together (a group larger than this runs alone)
   int max_encode_windows = 0;   // windows per encoder call; 0: 1 on the CPU (exact), 16 on a GPU
   double gather_ms = 4;         // how long a step waits for the other groups' next tokens
+  EncoderLane encoder_lane = EncoderLane::Auto;
 };
 
 class BatchScheduler {
@@ -56,6 +67,7 @@ class BatchScheduler {
 
   BatchStats stats() const;
   const BatchOptions& options() const;
+  bool encodes_on_lane() const;
 
   struct Impl;
 

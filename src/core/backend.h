@@ -179,6 +179,16 @@ class Backend {
   // returns 0 and waits for nothing.
   virtual uint64_t mark() { return 0; }
   virtual void wait_for(uint64_t mark) { (void)mark, synchronize(); }
+
+  // A second backend on the same device whose work runs beside this one's (CUDA: its own
+  // stream, cuBLAS handle and weight copies), so that one thread can encode windows while
+  // another steps the decoder here (batch/batch_encoder_lane.cc). nullptr where the device
+  // has none; the CPU makes one only when asked (tests: there it splits the same cores).
+  virtual std::unique_ptr<Backend> make_lane() { return nullptr; }
+  // On a lane: memory for a result handed to the backend that made the lane. Its release
+  // is queued behind that backend's work, which reads it last; the lane's own work on it
+  // must be finished (synchronize()) before it is handed over or dropped.
+  virtual Tensor alloc_handed(const Shape& shape, DType dtype) { return alloc(shape, dtype); }
 };
 
 struct BackendOptions {

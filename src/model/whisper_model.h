@@ -68,6 +68,7 @@ class WhisperModel {
 
   const HParams& hparams() const { return checkpoint_->hparams; }
   const Checkpoint& checkpoint() const { return *checkpoint_; }
+  std::shared_ptr<const Checkpoint> shared_checkpoint() const { return checkpoint_; }
   Backend& backend() { return *backend_; }
 
   // mel: [n_mels, 3000] → encoder output [n_audio_ctx, d]. `audio_ctx` > 0 encodes only

@@ -200,12 +200,17 @@ class WhisperEngine : public Engine {
 
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend,
                                     int max_batch, int encode_batch) {
-  // "cuda:0 (f16)" → "cuda:0": where a faithful (fp32) copy would be made.
-  const std::string name = backend->name();
-  const std::string device = backend->device() == Device::Cuda ? name.substr(0, name.find(' ')) : "cpu";
   BatchOptions batch;
   batch.max_rows = max_batch;
   batch.max_encode_windows = encode_batch;
+  return make_engine(std::move(checkpoint), std::move(backend), batch);
+}
+
+std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend,
+                                    const BatchOptions& batch) {
+  // "cuda:0 (f16)" → "cuda:0": where a faithful (fp32) copy would be made.
+  const std::string name = backend->name();
+  const std::string device = backend->device() == Device::Cuda ? name.substr(0, name.find(' ')) : "cpu";
   return std::make_unique<WhisperEngine>(std::move(checkpoint), std::move(backend), 0.0, device, batch);
 }
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "batch/batch_scheduler.h"
 #include "core/backend.h"
 #include "hark/engine.h"
 #include "model/checkpoint.h"
@@ -13,5 +14,8 @@ namespace hark {
 // max_batch > 1: the engine batches concurrent runs (src/batch/batch_scheduler.h).
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend,
                                     int max_batch = 1, int encode_batch = 0);
+// The same with every batching option (e.g. the encoder lane forced on the CPU in tests).
+std::unique_ptr<Engine> make_engine(std::shared_ptr<const Checkpoint> checkpoint, std::shared_ptr<Backend> backend,
+                                    const BatchOptions& batch);
 
 }  // namespace hark

@@ -255,6 +255,12 @@ void CpuBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k, 
                           spec.data<int32_t>(), k, out.data<int32_t>());
 }
 
+std::unique_ptr<Backend> CpuBackend::make_lane() {
+  auto lane = std::make_unique<CpuBackend>(threads(), cross_kv_);
+  lane->set_select_next_to_logits(select_next_to_logits_);
+  return lane;
+}
+
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
   if (parse_compute_type(options.compute_type, Device::Cpu) != DType::F32)
     throw Error(ErrorCode::InvalidArgument, "[cpu] compute type " + options.compute_type +

@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::Cpu; }
   int threads() const override { return pool_.size(); }
   Tensor alloc(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
+  std::unique_ptr<Backend> make_lane() override;
 
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Epilogue epilogue) override;
   void linear_packed(const Tensor& x, std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,

@@ -2,7 +2,8 @@
 // every product), or f16 / bf16 (the fast path: cuBLASLt with fused epilogues, few-row
 // products in gemv.cu, flash attention for the encoder, split-K decoder attention). All
 // work runs on one stream; weights are uploaded once, on first use, in the dtype the
-// kernels read. replay() records a step as a CUDA graph (cuda_replay.cc).
+// kernels read. replay() records a step as a CUDA graph (cuda_replay.cc). make_lane()
+// gives a second backend on its own stream for work that runs beside this one's.
 #pragma once
 
 #include <cublas_v2.h>
@@ -73,6 +74,8 @@ class CudaBackend final : public Backend {
   void forget_replay(uint64_t key) override;
   bool records_replays() const override { return graphs_enabled_; }
   void synchronize() override;
+  std::unique_ptr<Backend> make_lane() override;
+  Tensor alloc_handed(const Shape& shape, DType dtype) override;
 
  private:
   // What replay() knows of one key: measured arena size, then the recorded graph.
@@ -105,6 +108,9 @@ class CudaBackend final : public Backend {
   int device_index_;
   DType act_;
   cudaStream_t stream_ = nullptr;
+  // On a lane (make_lane): the stream of the backend that made it, where alloc_handed's
+  // memory is released (that backend outlives what it was handed).
+  cudaStream_t consumer_stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   void* workspace_ = nullptr;  // cuBLAS/cuBLASLt workspace (fixed: graph capture allocates nothing)
   std::unique_ptr<cuda::LtGemm> lt_;

@@ -120,6 +120,32 @@ Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
   return Tensor::view(ptr, shape, dtype, std::move(owner), Device::Cuda);
 }
 
+std::unique_ptr<Backend> CudaBackend::make_lane() {
+  auto lane = std::make_unique<CudaBackend>(device_index_, act_);
+  lane->consumer_stream_ = stream_;
+  return lane;
+}
+
+// Freed on the consumer's stream, behind the reads it queued there: the lane's writes were
+// finished before the buffer was handed over (Backend::alloc_handed), so no later lane
+// work can touch it. Freeing it on the lane's stream instead would let the lane's next
+// allocation reuse it while the consumer may still be reading.
+Tensor CudaBackend::alloc_handed(const Shape& shape, DType dtype) {
+  if (!consumer_stream_ || arena_) return alloc(shape, dtype);
+  cuda::use_device(device_index_);
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  void* ptr = nullptr;
+  check(cudaMallocAsync(&ptr, bytes, stream_), "allocating device memory");
+  cudaStream_t consumer = consumer_stream_;
+  const int device = device_index_;
+  std::shared_ptr<void> owner(ptr, [consumer, device](void* p) {
+    cuda::try_use_device(device);
+    if (capturing(consumer)) return;  // as alloc(): a free must not join a recording
+    cudaFreeAsync(p, consumer);
+  });
+  return Tensor::view(ptr, shape, dtype, std::move(owner), Device::Cuda);
+}
+
 Tensor CudaBackend::alloc_host(const Shape& shape, DType dtype) {
   cuda::use_device(device_index_);
   const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));

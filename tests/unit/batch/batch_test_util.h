@@ -41,11 +41,15 @@ inline std::shared_ptr<const Checkpoint> narrow_checkpoint(int text_ctx = 448) {
 
 // select: tokens chosen next to the logits, as on the GPU fast path (greedy runs one step
 // ahead; in a batch, advanced by the scheduler itself).
-inline std::unique_ptr<Engine> narrow_engine(int max_batch, int threads = 2, int text_ctx = 448, bool select = false) {
+inline std::unique_ptr<Engine> narrow_engine(int max_batch, int threads = 2, int text_ctx = 448, bool select = false,
+                                             EncoderLane lane = EncoderLane::Auto) {
   BackendOptions bo;
   bo.threads = threads;
   bo.select_next_to_logits = select;
-  return make_engine(narrow_checkpoint(text_ctx), make_cpu_backend(bo), max_batch);
+  BatchOptions batch;
+  batch.max_rows = max_batch;
+  batch.encoder_lane = lane;
+  return make_engine(narrow_checkpoint(text_ctx), make_cpu_backend(bo), batch);
 }
 
 // Gliding harmonics with pauses and a little noise; `seed` varies pitch and noise.

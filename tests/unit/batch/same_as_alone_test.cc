@@ -120,6 +120,21 @@ TEST(SameAsAlone, ConcurrentMixedRequestsMatchTheOneAtATimeEngine) {
   EXPECT_LE(stats.row_capacity, 8);
 }
 
+// The encoder lane (a second backend and thread that encode windows beside the steps; on
+// by default on a GPU) forced on the CPU: mixed concurrent requests, streams among them,
+// whose windows are encoded there and handed to the steps give what each gives alone.
+TEST(SameAsAlone, WindowsEncodedOnTheLaneMatchTheOneAtATimeEngine) {
+  auto reference = narrow_engine(1);
+  auto batching = narrow_engine(8, 2, 448, /*select=*/false, EncoderLane::On);
+  expect_together_as_alone(*reference, *batching, mixed_requests());
+  const BatchStats stats = batching->batch_stats();
+  EXPECT_TRUE(stats.encoder_lane);
+  EXPECT_GT(stats.windows_encoded, 8u);
+  EXPECT_GT(stats.rows_stepped, stats.steps) << "no step carried more than one row: nothing was batched";
+  auto plain = narrow_engine(8);
+  EXPECT_FALSE(plain->batch_stats().encoder_lane) << "the CPU encodes between steps unless asked";
+}
+
 // The GPU fast path's way of decoding, run on the CPU (BackendOptions::select_next_to_logits):
 // tokens chosen next to the logits, greedy runs advanced by the scheduler itself without
 // waking their threads between steps, beams and sampling as before. Concurrent requests
