@@ -40,6 +40,8 @@ void render_batch(std::string& out, const BatchStats& b, Header& header) {
           b.tokens_fed_back);
   counter("hark_encoder_calls_total", "Encoder calls.", b.encoder_calls);
   counter("hark_encoder_windows_total", "Windows encoded (over calls: the mean encoder batch).", b.windows_encoded);
+  gauge("hark_encoder_lane", "1 when windows are encoded on a stream of their own beside the steps (GPU).",
+        b.encoder_lane ? 1 : 0);
   auto seconds = [&](const char* name, const char* help, double value) {
     header(name, "counter", help);
     out += std::string(name) + " " + number(value) + "\n";
@@ -47,7 +49,8 @@ void render_batch(std::string& out, const BatchStats& b, Header& header) {
   seconds("hark_batch_step_seconds_total", "Time in batched decoder steps.", b.step_seconds);
   seconds("hark_batch_gather_seconds_total", "Time a step waited for the groups' next tokens.", b.gather_seconds);
   seconds("hark_batch_prefill_seconds_total", "Time in prompt prefills.", b.prefill_seconds);
-  seconds("hark_encoder_seconds_total", "Time in encoder calls.", b.encode_seconds);
+  seconds("hark_encoder_seconds_total", "Time in encoder calls (on the encoder lane: overlapping the steps).",
+          b.encode_seconds);
 }
 
 }  // namespace

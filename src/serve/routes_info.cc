@@ -13,6 +13,7 @@ nlohmann::json batch_json(const BatchStats& b) {
           {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"steps", b.steps},
           {"rows_stepped", b.rows_stepped},   {"prefills", b.prefills},        {"encoder_calls", b.encoder_calls},
           {"windows_encoded", b.windows_encoded}, {"tokens_fed_back", b.tokens_fed_back},
+          {"encoder_lane", b.encoder_lane},
           {"seconds", {{"step", b.step_seconds}, {"gather", b.gather_seconds}, {"prefill", b.prefill_seconds},
                        {"encode", b.encode_seconds}}}};
 }
@@ -41,6 +42,7 @@ BatchStats Server::Impl::batch_stats() const {
     sum.steps += b.steps, sum.rows_stepped += b.rows_stepped, sum.prefills += b.prefills;
     sum.encoder_calls += b.encoder_calls, sum.windows_encoded += b.windows_encoded;
     sum.tokens_fed_back += b.tokens_fed_back;
+    sum.encoder_lane = sum.encoder_lane || b.encoder_lane;
     sum.step_seconds += b.step_seconds, sum.gather_seconds += b.gather_seconds;
     sum.prefill_seconds += b.prefill_seconds, sum.encode_seconds += b.encode_seconds;
   }
