@@ -24,7 +24,10 @@ namespace hark {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device_index, DType act_dtype);
+  // lane: the stream gets the device's lowest priority, every other backend's the
+  // highest, so that where a lane's encoder and the steps run at once, the step's kernels
+  // are scheduled first (make_lane; HARK_CUDA_LANE_PRIORITY=same turns that off).
+  CudaBackend(int device_index, DType act_dtype, bool lane = false);
   ~CudaBackend() override;
 
   std::string name() const override;

@@ -121,7 +121,7 @@ Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
 }
 
 std::unique_ptr<Backend> CudaBackend::make_lane() {
-  auto lane = std::make_unique<CudaBackend>(device_index_, act_);
+  auto lane = std::make_unique<CudaBackend>(device_index_, act_, /*lane=*/true);
   lane->consumer_stream_ = stream_;
   return lane;
 }
