@@ -176,9 +176,6 @@ fi
 if [[ $mode != toy ]]; then
 section "CUDA ops (f32, f16, bf16 against the CPU)"
 run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_output=xml:"$OUT/cuda_ops.xml"
-# The one-row products again under their measurement switch (timed in the benchmarks below).
-run cuda_ops_rows_interleaved 120 env HARK_CUDA_GEMV_ROWS=interleaved "$bundle/tests/hark_test_cuda" \
-  --gtest_filter='*OneRow*'
 section "fp32 parity against transformers (goldens)"
 large=()
 [[ $mode == full ]] && large=(env HARK_PARITY_LARGE=1)
@@ -240,7 +237,7 @@ fi
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
 if [[ $mode == quick || $mode == full ]]; then  # the measurement switches, one at a time (docs/gpu.md)
   for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all HARK_CUDA_GEMV_ONE_ROW=0 HARK_CUDA_GEMV_ONE_ROW=narrow \
-      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_CUDA_FLASH=wide HARK_CUDA_GEMV_ROWS=interleaved; do
+      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_CUDA_FLASH=wide; do
     batches=1
     [[ $variant == HARK_CUDA_FLASH=* ]] && batches=1,32  # an encoder switch: the batch-32 window too
     run "bench_turbo_f16_${variant//=/_}" 600 env "$variant" "$hark" bench --device cuda --runs 10 \

@@ -35,10 +35,10 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool lane) : device_
   cuda::use_device(device_index);
   int least = 0, greatest = 0;
   check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
-  // Measurement switch HARK_CUDA_LANE_PRIORITY=same: a lane's stream as high as the others.
-  const char* same = std::getenv("HARK_CUDA_LANE_PRIORITY");
-  const bool low = lane && !(same && std::string(same) == "same");
-  check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, low ? least : greatest), "cudaStreamCreate");
+  const char* priority = std::getenv("HARK_CUDA_LANE_PRIORITY");
+  const bool ranked = priority && std::string(priority) == "low";  // measurement switch (header)
+  check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, !ranked ? least : lane ? least : greatest),
+        "cudaStreamCreate");
   check(cublasCreate(&blas_), "cublasCreate");
   check(cublasSetStream(blas_, stream_), "cublasSetStream");
   // The reference path stays in true fp32: no TF32 tensor-op shortcuts.

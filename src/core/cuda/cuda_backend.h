@@ -24,9 +24,10 @@ namespace hark {
 
 class CudaBackend final : public Backend {
  public:
-  // lane: the stream gets the device's lowest priority, every other backend's the
-  // highest, so that where a lane's encoder and the steps run at once, the step's kernels
-  // are scheduled first (make_lane; HARK_CUDA_LANE_PRIORITY=same turns that off).
+  // lane: a second stream for work beside another backend's (make_lane). Measurement
+  // switch HARK_CUDA_LANE_PRIORITY=low: the lane's stream at the device's lowest priority
+  // and every other at the highest, so the steps' kernels are scheduled before the
+  // encoder's; measured no better (docs/benchmarks.md), so streams keep equal priority.
   CudaBackend(int device_index, DType act_dtype, bool lane = false);
   ~CudaBackend() override;
 

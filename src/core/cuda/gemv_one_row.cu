@@ -12,10 +12,6 @@
 //    no block waits for a second one;
 //  - the norm repeats layer_norm.cu's arithmetic lane for lane (same words per lane, same
 //    sums, same rounding to T), so a fused norm gives the separate kernel's values.
-// Measurement switch HARK_CUDA_GEMV_ROWS=interleaved: warp i serves rows i, i + W, i + 2W…
-// (W warps in the grid) instead of a block of consecutive rows, so that at any moment the
-// grid reads one contiguous stretch of the weight (DRAM pages opened once) — a candidate
-// for the logits product (51 866 × 1280), which reads at ~2.9 TB/s of the H200's 4.8.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -33,7 +29,7 @@ namespace {
 using namespace device;
 constexpr int kThreads = 256;
 
-template <class T, class Y, int W, bool kNorm, bool kInterleaved>
+template <class T, class Y, int W, bool kNorm>
 __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restrict__ x, int k,
                                                                 const T* __restrict__ w, int n,
                                                                 const T* __restrict__ bias, Y* y, int epilogue,
@@ -43,9 +39,7 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
   const int lane = threadIdx.x & 31;
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
   const int kw = k / 8;  // 16-byte words in a row
-  const int stride = kInterleaved ? static_cast<int>(gridDim.x * blockDim.x >> 5) : 1;
-  const int first = kInterleaved ? warp : warp * rows_per_warp;
-  const int end = kInterleaved ? n : min(n, first + rows_per_warp);
+  const int first = warp * rows_per_warp, end = min(n, first + rows_per_warp);
   auto fetch = [&](int row, uint4 (&out)[W]) {
     const uint4* wr = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(row) * k);
 #pragma unroll
@@ -113,10 +107,10 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
     }
   }
 
-  for (int row = first; row < end; row += stride) {
+  for (int row = first; row < end; ++row) {
     uint4 next[W];
-    fetch(row + stride, next);  // zeros past this warp's rows
-    const float next_bias = bias && row + stride < end ? to_float(bias[row + stride]) : 0.0f;
+    fetch(row + 1, next);  // zeros past this warp's rows
+    const float next_bias = bias && row + 1 < end ? to_float(bias[row + 1]) : 0.0f;
     const float acc = warp_sum(dot_words<T, W>(wv, xv, lane, kw));
     if (lane == 0) {
       float v = acc + b;
@@ -145,18 +139,10 @@ int resident_warps(Kernel kernel) {
   return multiprocessors() * std::max(1, blocks_per_sm) * (kThreads / 32);
 }
 
-bool interleaved_rows() {
-  static const bool on = [] {
-    const char* env = std::getenv("HARK_CUDA_GEMV_ROWS");
-    return env && std::string(env) == "interleaved";
-  }();
-  return on;
-}
-
-template <class T, class Y, int W, bool kNorm, bool kInterleaved>
+template <class T, class Y, int W, bool kNorm>
 void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, const GemvNorm* norm,
             cudaStream_t stream) {
-  auto kernel = gemv_one_row_kernel<T, Y, W, kNorm, kInterleaved>;
+  auto kernel = gemv_one_row_kernel<T, Y, W, kNorm>;
   // Every GPU of one process is the same model in practice: asked once per kernel.
   static const int capacity = resident_warps(kernel);
   // Rows spread so that the whole grid is resident at once (one wave).
@@ -171,15 +157,10 @@ void launch(const void* x, int k, const void* w, int n, const void* bias, void* 
 template <class T, class Y, int W>
 void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, const GemvNorm* norm,
             cudaStream_t stream) {
-  const bool inter = interleaved_rows();
-  if (norm && inter)
-    launch<T, Y, W, true, true>(x, k, w, n, bias, y, epilogue, norm, stream);
-  else if (norm)
-    launch<T, Y, W, true, false>(x, k, w, n, bias, y, epilogue, norm, stream);
-  else if (inter)
-    launch<T, Y, W, false, true>(x, k, w, n, bias, y, epilogue, norm, stream);
+  if (norm)
+    launch<T, Y, W, true>(x, k, w, n, bias, y, epilogue, norm, stream);
   else
-    launch<T, Y, W, false, false>(x, k, w, n, bias, y, epilogue, norm, stream);
+    launch<T, Y, W, false>(x, k, w, n, bias, y, epilogue, norm, stream);
 }
 
 }  // namespace
