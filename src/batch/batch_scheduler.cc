@@ -58,8 +58,6 @@ BatchScheduler::~BatchScheduler() {
 
 const BatchOptions& BatchScheduler::options() const { return impl_->options; }
 
-bool BatchScheduler::encodes_on_lane() const { return impl_->lane_model != nullptr; }
-
 BatchStats BatchScheduler::stats() const {
   std::lock_guard lock(impl_->mutex);
   BatchStats s = impl_->stats;

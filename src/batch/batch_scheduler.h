@@ -67,7 +67,6 @@ class BatchScheduler {
 
   BatchStats stats() const;
   const BatchOptions& options() const;
-  bool encodes_on_lane() const;
 
   struct Impl;
 
