@@ -7,8 +7,8 @@
 # CI runs this on a fresh clone with 2 cores and no compiler cache, so both builds are unity
 # builds (each target's .cc files compiled as one translation unit): every file otherwise
 # parses the same standard library, nlohmann/json, GoogleTest, CLI11 and cpp-httplib
-# headers and instantiates the same templates again, and one unity build costs ~40 % less
-# CPU. Helpers private to a .cc file therefore need names unique within their target.
+# headers and instantiates the same templates again; a unity build takes about half the
+# CPU time. Helpers private to a .cc file therefore need names unique within their target.
 # Builds outside this script (CMake's default, scripts/device/) still compile file by file,
 # which keeps each file's own includes checked.
 set -euo pipefail
@@ -40,11 +40,11 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 # only; the same code paths run under ASan in shorter tests (GoldenToyDecoding's long-form
 # window loop with word timestamps, GoldenDecoding.BeamSearchFive, GoldenToyDecoding's
 # greedy and beam windows).
-# script.nginx_replicas (25-80 s under ASan, and run after script.openai_sdk, whose lock it
+# script.nginx_replicas (80-115 s under ASan, and run after script.openai_sdk, whose lock it
 # shares) checks the shipped nginx config: retries onto the second replica while the first
 # drains. Its C++ runs under ASan elsewhere: `hark serve` with the bundled model, its
 # requests and its drain to exit 0 in script.openai_sdk and script.dictate, draining with
-# requests in flight in hark_test_serve (DrainTest), concurrent requests and sessions on the
+# requests in flight in hark_test_serve (Drain.*), concurrent requests and sessions on the
 # real engine in BatchingServerOutput.
 asan_skip='^(GoldenDecoding\.(LongFormSeekLoop|LongFormWithWordTimestamps|TransformersBeamSearchIsOnlyReported)|ToyModel\.GreedyTranscriptsEqualTransformers|script\.nginx_replicas)$'
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E "$asan_skip" | tee -a "$summary"
