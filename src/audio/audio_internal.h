@@ -20,6 +20,9 @@ struct DecodedAudio {
   int sample_rate = 0;
 };
 
+// The most channels either decoder accepts.
+inline constexpr int kMaxChannels = 256;
+
 // Appended to every "cannot decode" message so the user knows what would work.
 inline constexpr const char* kAcceptedFormats =
     "accepted: WAV (PCM 8/16/24/32-bit, IEEE float 32/64, extensible), MP3, M4A/AAC, FLAC, "

@@ -27,7 +27,6 @@ namespace {
 constexpr const char* kDemuxers =
     "wav,w64,mp3,aac,mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,ogg,flac,aiff,caf,au,amr,ac3,eac3,wv,ape,tta,asf,"
     "avi,mpegts,mpeg,dts,voc,mpc,mpc8";
-constexpr int kMaxChannels = 256;
 constexpr size_t kProbeBytes = 1 << 20;
 constexpr int kIoBufferSize = 1 << 15;
 

@@ -12,7 +12,6 @@ namespace {
 constexpr uint16_t kTagPcm = 1;
 constexpr uint16_t kTagFloat = 3;
 constexpr uint16_t kTagExtensible = 0xFFFE;
-constexpr int kMaxChannels = 256;
 // Bytes 2..15 of the KSDATAFORMAT_SUBTYPE_* GUIDs (the first two hold the format tag).
 constexpr uint8_t kSubformatTail[14] = {0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80,
                                         0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71};

@@ -80,7 +80,7 @@ float signed_absmax(const float* x, int64_t n) {
   return max;
 }
 
-int round_clamp(float v, int lo, int hi) {
+int clamped_round(float v, int lo, int hi) {
   const float r = std::nearbyint(v);
   return static_cast<int>(std::clamp(r, static_cast<float>(lo), static_cast<float>(hi)));
 }
@@ -92,7 +92,7 @@ float symmetric_codes(const float* x, int* q) {
   const float max = signed_absmax(x, kBlock);
   const float d = max / static_cast<float>(Lo);
   const float stored = half_to_float(float_to_half(d));
-  for (int j = 0; j < kBlock; ++j) q[j] = stored == 0 ? 0 : round_clamp(x[j] / stored, Lo, Hi);
+  for (int j = 0; j < kBlock; ++j) q[j] = stored == 0 ? 0 : clamped_round(x[j] / stored, Lo, Hi);
   return d;
 }
 
@@ -103,7 +103,7 @@ void affine_codes(const float* x, int levels, int* q, float& d_out, float& m_out
   d_out = (hi - lo) / static_cast<float>(levels);
   m_out = lo;
   const float d = half_to_float(float_to_half(d_out)), m = half_to_float(float_to_half(m_out));
-  for (int j = 0; j < kBlock; ++j) q[j] = d == 0 ? 0 : round_clamp((x[j] - m) / d, 0, levels);
+  for (int j = 0; j < kBlock; ++j) q[j] = d == 0 ? 0 : clamped_round((x[j] - m) / d, 0, levels);
 }
 
 void pack_nibbles(const int* q, uint8_t* qs) {
@@ -154,7 +154,7 @@ void quantize_block(DType dtype, const float* x, uint8_t* out) {
       store_f16(b->d, d);
       const float stored = load_f16(b->d);
       for (int j = 0; j < kBlock; ++j)
-        b->qs[j] = static_cast<int8_t>(stored == 0 ? 0 : round_clamp(x[j] / stored, -127, 127));
+        b->qs[j] = static_cast<int8_t>(stored == 0 ? 0 : clamped_round(x[j] / stored, -127, 127));
       return;
     }
     default:

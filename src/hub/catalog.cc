@@ -38,10 +38,6 @@ const CatalogEntry* find_by_name(const std::string& name) {
   return nullptr;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 std::optional<ShortName> parse_short_name(const std::string& spec) {
@@ -59,7 +55,7 @@ std::optional<ShortName> parse_short_name(const std::string& spec) {
     if (result.format && *result.format != CheckpointFormat::Ggml) return std::nullopt;
     result.format = CheckpointFormat::Ggml;
     name = name.substr(5);
-    if (ends_with(name, ".bin")) name.resize(name.size() - 4);
+    if (name.ends_with(".bin")) name.resize(name.size() - 4);
   }
   result.entry = find_by_name(name);
   if (!result.entry) return std::nullopt;

@@ -9,10 +9,6 @@ namespace hark::hub {
 namespace fs = std::filesystem;
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Collects results, skipping a checkpoint already found through another path.
 class Collector {
  public:
@@ -36,7 +32,7 @@ class Collector {
   void add_ggml_files(const fs::path& dir, const std::string& source, bool require_ggml_prefix) {
     for (const auto& file : sorted_entries(dir)) {
       std::string name = file.filename().string();
-      if (!ends_with(name, ".bin") || name.rfind("for-tests-", 0) == 0) continue;
+      if (!name.ends_with(".bin") || name.rfind("for-tests-", 0) == 0) continue;
       if (require_ggml_prefix && name.rfind("ggml-", 0) != 0) continue;
       std::error_code ec;
       if (fs::is_regular_file(file, ec)) add(file, name.substr(0, name.size() - 4), source);
@@ -65,7 +61,7 @@ void scan_hark_models(const std::string& root, Collector& collect) {
       std::string repo = repo_id_from_dir_name(name);
       collect.add(entry, repo.empty() ? name : repo, "hark");
       collect.add_ggml_files(entry, "hark", false);
-    } else if (ends_with(name, ".bin")) {
+    } else if (name.ends_with(".bin")) {
       collect.add(entry, name.substr(0, name.size() - 4), "hark");
     }
   }

@@ -37,11 +37,6 @@ struct Context {
   std::string retry_command() const { return "`hark get " + options.name + "`"; }
 };
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 std::string header(const HttpResult& result, const std::string& name) {
   auto it = result.headers.find(name);
   return it == result.headers.end() ? "" : it->second;

@@ -5,12 +5,13 @@
 #include <sstream>
 
 namespace hark::hub {
-namespace {
 
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value ? std::string(value) : std::string();
 }
+
+namespace {
 
 std::string home() { return env("HOME").empty() ? std::string("/root") : env("HOME"); }
 

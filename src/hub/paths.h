@@ -23,6 +23,8 @@ std::string hark_home();
 std::string repo_dir_name(const std::string& repo_id);
 // Inverse of repo_dir_name ("openai--whisper-tiny" → "openai/whisper-tiny"); "" if not of that form.
 std::string repo_id_from_dir_name(const std::string& dir_name);
+// The environment variable `name`, or "" when it is unset.
+std::string env(const char* name);
 // Expands a leading "~/" with $HOME.
 std::string expand_home(const std::string& path);
 

@@ -12,9 +12,6 @@ namespace hark::hub {
 namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -153,7 +150,7 @@ std::vector<RemoteFile> choose_files(const RepoListing& listing, const std::stri
   };
   std::vector<RemoteFile> ggml;
   for (const auto& file : listing.files)
-    if (starts_with(file.name, "ggml-") && ends_with(file.name, ".bin")) ggml.push_back(file);
+    if (starts_with(file.name, "ggml-") && file.name.ends_with(".bin")) ggml.push_back(file);
   if (!wanted_file.empty()) {
     if (const auto* file = find(wanted_file)) return {*file};
     std::string hint = ggml.empty() ? "" : " (its ggml files: " + file_names(ggml, 12) + ")";
@@ -168,7 +165,7 @@ std::vector<RemoteFile> choose_files(const RepoListing& listing, const std::stri
     // transformers names shards model-0000i-of-0000n.safetensors; the index is fetched
     // after them so a complete index never points at a missing shard.
     for (const auto& file : listing.files)
-      if (starts_with(file.name, "model-") && ends_with(file.name, ".safetensors")) chosen.push_back(file);
+      if (starts_with(file.name, "model-") && file.name.ends_with(".safetensors")) chosen.push_back(file);
     if (chosen.empty()) throw Error(ErrorCode::ModelFormat, "[get] " + repo + " has a shard index but no model-*.safetensors shards");
     chosen.push_back(*index);
   } else if (const auto* mlx = find("weights.safetensors")) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "audio/mel.h"
 #include "core/text.h"
 #include "decode/model_inference.h"
 #include "hark/error.h"
@@ -15,8 +16,6 @@
 
 namespace hark {
 namespace {
-
-constexpr int kWindowFrames = 3000;
 
 // A per-attempt sampling seed that depends only on the run seed and the window, so a
 // streamed run samples exactly what the batch run samples.

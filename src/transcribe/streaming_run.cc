@@ -25,7 +25,7 @@ SeekStreamingRun::SeekStreamingRun(SeekLoopContext context, const TranscribeOpti
 
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
+double elapsed_ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -34,13 +34,13 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 void SeekStreamingRun::use_clip_maximum(std::span<const float> clip) {
   const auto t0 = std::chrono::steady_clock::now();
   mel_.use_clip_maximum(clip);
-  mel_ms_ += ms_since(t0);
+  mel_ms_ += elapsed_ms(t0);
 }
 
 Tensor SeekStreamingRun::timed_window(int64_t seek) {
   const auto t0 = std::chrono::steady_clock::now();
   Tensor mel = mel_.window(samples_, seek);
-  mel_ms_ += ms_since(t0);
+  mel_ms_ += elapsed_ms(t0);
   return mel;
 }
 

@@ -23,7 +23,7 @@ namespace {
 constexpr int64_t kBlockBytes = sizeof(quant::BlockQ8_0);
 // Rows ahead to fetch: a head's blocks of consecutive rows are a row apart, a stride the
 // hardware prefetchers do not follow.
-constexpr int64_t kPrefetchRows = 48;
+constexpr int64_t kQ8PrefetchRows = 48;
 
 // out[0, hd) = Σ_t p[t] · V[t] over one head's blocks of the q8_0 rows of V.
 void head_values(const float* p, const uint8_t* v, size_t row_bytes, int64_t tk, int64_t hd, float* out) {
@@ -36,7 +36,7 @@ void head_values(const float* p, const uint8_t* v, size_t row_bytes, int64_t tk,
     for (int64_t t = 0; t < tk; ++t) {
       const uint8_t* row = v + t * row_bytes + b0 * kBlockBytes;
       for (int64_t off = 0; off < nb * kBlockBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(row + kPrefetchRows * row_bytes + off), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(row + kQ8PrefetchRows * row_bytes + off), _MM_HINT_T0);
       for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* block = row + b * kBlockBytes;
         uint16_t h16;

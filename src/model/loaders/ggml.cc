@@ -19,7 +19,7 @@ constexpr uint32_t kGgmlMagic = 0x67676d6c;  // "ggml"
 constexpr uint32_t kGgjtMagic = 0x67676a74;  // "ggjt" (llama.cpp's later container)
 constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF"
 
-[[noreturn]] void bad(const std::string& what, const std::string& why) {
+[[noreturn]] void bad_ggml(const std::string& what, const std::string& why) {
   throw Error(ErrorCode::ModelFormat, "[ggml] '" + what + "': " + why);
 }
 
@@ -32,7 +32,7 @@ struct Cursor {
 
   const unsigned char* take(size_t n, const char* reading) {
     if (n > size - pos)
-      bad(what, "file ends at byte " + std::to_string(size) + " while reading " + reading + " (truncated file)");
+      bad_ggml(what, "file ends at byte " + std::to_string(size) + " while reading " + reading + " (truncated file)");
     const unsigned char* p = data + pos;
     pos += n;
     return p;
@@ -45,7 +45,7 @@ struct Cursor {
   int32_t bounded(const char* reading, int32_t lo, int32_t hi) {
     const int32_t v = i32(reading);
     if (v < lo || v > hi)
-      bad(what, std::string(reading) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
+      bad_ggml(what, std::string(reading) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
                     std::to_string(hi) + "] (corrupt file?)");
     return v;
   }
@@ -118,7 +118,7 @@ GgmlHeader parse_header(const unsigned char* data, size_t size, const std::strin
   if (magic == kGgufMagic || magic == kGgjtMagic)
     throw Error(ErrorCode::UnsupportedFormat, "[ggml] '" + what + "' is a GGUF/ggjt file; hark reads whisper.cpp's "
                                                                   "ggml-*.bin files (magic 'ggml')");
-  if (magic != kGgmlMagic) bad(what, "not a whisper.cpp ggml file (bad magic)");
+  if (magic != kGgmlMagic) bad_ggml(what, "not a whisper.cpp ggml file (bad magic)");
   GgmlHeader h;
   HParams& hp = h.hparams;
   for (int* field : {&hp.n_vocab, &hp.n_audio_ctx, &hp.n_audio_state, &hp.n_audio_head, &hp.n_audio_layer,
@@ -159,7 +159,7 @@ Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_p
                      const std::string& file, const MappedFile* mapping) {
   const GgmlHeader header = parse_header(data, size, file);
   if (header.tensors_offset == size)
-    bad(file, "holds hyper-parameters, mel filters and a " + std::to_string(header.vocab.size()) +
+    bad_ggml(file, "holds hyper-parameters, mel filters and a " + std::to_string(header.vocab.size()) +
                   "-token vocabulary but no tensor data (a whisper.cpp test file?); use a full ggml-<model>.bin");
   Checkpoint ckpt;
   ckpt.hparams = header.hparams;
@@ -177,14 +177,14 @@ Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_p
     const DType dtype = record_dtype(type, file, name);
     const int64_t block = dtype_block_elems(dtype);
     if (shape.back() % block != 0)
-      bad(file, "tensor '" + name + "' " + dtype_name(dtype) + shape_str(shape) + " has rows of " +
+      bad_ggml(file, "tensor '" + name + "' " + dtype_name(dtype) + shape_str(shape) + " has rows of " +
                     std::to_string(shape.back()) + " values, not whole blocks of " + std::to_string(block));
     // The most elements the rest of the file can hold; checked before each multiplication.
     const uint64_t room = (c.size - c.pos) / dtype_block_bytes(dtype) * static_cast<uint64_t>(block);
     uint64_t numel = 1;
     for (int64_t d : shape) {
       if (numel > room / static_cast<uint64_t>(d))
-        bad(file, "tensor '" + name + "' " + dtype_name(dtype) + shape_str(shape) +
+        bad_ggml(file, "tensor '" + name + "' " + dtype_name(dtype) + shape_str(shape) +
                       " runs past the end of the file (truncated?)");
       numel *= static_cast<uint64_t>(d);
     }
@@ -193,7 +193,7 @@ Checkpoint read_ggml(const unsigned char* data, size_t size, const std::shared_p
     if (it == expected.end()) continue;  // e.g. decoder.proj.weight from old converters
     // Conv biases are [d, 1] in ggml and the converters squeeze size-1 axes.
     if (shape != it->second && squeezed_equal(shape, it->second)) shape = it->second;
-    if (ckpt.weights.has(name)) bad(file, "tensor '" + name + "' appears twice");
+    if (ckpt.weights.has(name)) bad_ggml(file, "tensor '" + name + "' appears twice");
     ckpt.weights.add(name, view_or_copy(keepalive, bytes, shape, dtype, mapping));
   }
   ckpt.dtype = dominant_dtype(ckpt.weights);

@@ -17,7 +17,7 @@ const std::string kConfig = "config.json";
 const std::string kSingle = "model.safetensors";
 const std::string kIndex = "model.safetensors.index.json";
 
-[[noreturn]] void bad(const std::string& what, const std::string& why) {
+[[noreturn]] void bad_hf(const std::string& what, const std::string& why) {
   throw Error(ErrorCode::ModelFormat, "[model] '" + what + "': " + why);
 }
 
@@ -26,13 +26,13 @@ std::vector<std::string> shards_from_index(const std::string& dir, std::map<std:
   const std::string path = dir + "/" + kIndex;
   const nlohmann::json index = read_json_file(path);
   auto it = index.is_object() ? index.find("weight_map") : index.end();
-  if (it == index.end() || !it->is_object() || it->empty()) bad(path, "no weight_map object naming the shards");
+  if (it == index.end() || !it->is_object() || it->empty()) bad_hf(path, "no weight_map object naming the shards");
   std::set<std::string> shards;
   for (const auto& [name, file] : it->items()) {
-    if (!file.is_string()) bad(path, "weight_map entry '" + name + "' is not a file name");
+    if (!file.is_string()) bad_hf(path, "weight_map entry '" + name + "' is not a file name");
     const std::string shard = file.get<std::string>();
     if (shard.empty() || shard.find('/') != std::string::npos || shard.find("..") != std::string::npos)
-      bad(path, "weight_map names shard '" + shard + "', which is not a plain file name in the directory");
+      bad_hf(path, "weight_map names shard '" + shard + "', which is not a plain file name in the directory");
     weight_map[name] = shard;
     shards.insert(shard);
   }
@@ -71,7 +71,7 @@ void load_shard(const std::string& path, Weights& weights, std::set<std::string>
     }
     const auto internal = hf_to_internal(entry.name);
     if (!internal) continue;  // not a Whisper weight (extra heads of fine-tuned models)
-    if (weights.has(*internal)) bad(path, "tensor '" + entry.name + "' appears twice in the checkpoint");
+    if (weights.has(*internal)) bad_hf(path, "tensor '" + entry.name + "' appears twice in the checkpoint");
     weights.add(*internal, file.tensor(entry));
   }
 }
@@ -95,10 +95,10 @@ bool looks_like_hf(const std::string& dir) {
 Checkpoint load_hf(const std::string& dir) {
   const std::string config_path = dir + "/" + kConfig;
   if (!file_exists(config_path))
-    bad(dir, "no config.json next to the safetensors weights; a Hugging Face checkpoint needs the config.json "
+    bad_hf(dir, "no config.json next to the safetensors weights; a Hugging Face checkpoint needs the config.json "
              "of its repository (download it too)");
   const nlohmann::json config = read_json_file(config_path);
-  if (!config.is_object()) bad(config_path, "not a JSON object");
+  if (!config.is_object()) bad_hf(config_path, "not a JSON object");
   if (config.contains("model_type") && config["model_type"] != "whisper")
     throw Error(ErrorCode::UnsupportedFormat, "[model] '" + config_path + "': model_type is " +
                                                   config["model_type"].dump() + ", not whisper");
@@ -116,7 +116,7 @@ Checkpoint load_hf(const std::string& dir) {
   if (proj_out) check_tied_projection(*proj_out, ckpt.weights, dir);
   for (const auto& [name, shard] : weight_map)
     if (!found.count(name))
-      bad(dir + "/" + kIndex, "names tensor '" + name + "' in shard '" + shard + "', which does not hold it");
+      bad_hf(dir + "/" + kIndex, "names tensor '" + name + "' in shard '" + shard + "', which does not hold it");
 
   read_generation_config(dir, ckpt);
   ckpt.dtype = dominant_dtype(ckpt.weights);

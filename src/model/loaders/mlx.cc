@@ -15,7 +15,7 @@
 namespace hark::loaders {
 namespace {
 
-const std::string kConfig = "config.json";
+const std::string kMlxConfig = "config.json";
 // mlx_whisper's own preference order.
 const char* const kWeightFiles[] = {"model.safetensors", "weights.safetensors", "weights.npz"};
 const std::string kPrivatePositions = "encoder._positional_embedding";
@@ -55,9 +55,9 @@ Tensor conv_from_mlx(const std::string& name, const Tensor& t, const Shape& expe
 }  // namespace
 
 bool looks_like_mlx(const std::string& dir) {
-  if (file_exists(dir + "/" + kConfig)) {
+  if (file_exists(dir + "/" + kMlxConfig)) {
     try {
-      const nlohmann::json config = read_json_file(dir + "/" + kConfig);
+      const nlohmann::json config = read_json_file(dir + "/" + kMlxConfig);
       return config.is_object() && config.contains("n_audio_layer");
     } catch (const Error&) {
       return false;
@@ -68,7 +68,7 @@ bool looks_like_mlx(const std::string& dir) {
 }
 
 Checkpoint load_mlx(const std::string& dir) {
-  const std::string config_path = dir + "/" + kConfig;
+  const std::string config_path = dir + "/" + kMlxConfig;
   if (!file_exists(config_path))
     throw Error(ErrorCode::ModelFormat, "[model] '" + dir + "': no config.json next to the MLX weights; the "
                                                             "checkpoint needs the config.json of its repository");
@@ -131,7 +131,7 @@ void save_mlx(const Checkpoint& ckpt, const std::string& dir, DType dtype, MlxCo
   else write_safetensors(dir + "/weights.safetensors", tensors, dtype, {{"format", "mlx"}});
   nlohmann::json config = hp.to_openai_json();
   config["model_type"] = "whisper";
-  write_text_file(dir + "/" + kConfig, config.dump(4) + "\n");
+  write_text_file(dir + "/" + kMlxConfig, config.dump(4) + "\n");
   write_generation_config(dir, ckpt);
 }
 

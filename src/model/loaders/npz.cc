@@ -17,7 +17,7 @@ constexpr uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0
 constexpr uint32_t kEnd64Sig = 0x06064b50, kLocator64Sig = 0x07064b50;
 constexpr uint32_t kMax32 = 0xffffffffu;
 
-[[noreturn]] void bad(const std::string& what, const std::string& why) {
+[[noreturn]] void bad_npz(const std::string& what, const std::string& why) {
   throw Error(ErrorCode::ModelFormat, "[npz] '" + what + "': " + why);
 }
 
@@ -33,7 +33,7 @@ struct Reader {
   size_t size;
   const std::string& what;
   uint64_t at(uint64_t offset, int bytes) const {
-    if (offset > size || static_cast<uint64_t>(bytes) > size - offset) bad(what, "truncated archive");
+    if (offset > size || static_cast<uint64_t>(bytes) > size - offset) bad_npz(what, "truncated archive");
     return le(data + offset, bytes);
   }
 };
@@ -49,7 +49,7 @@ struct Directory {
 };
 
 Directory find_directory(const Reader& r) {
-  if (r.size < 22) bad(r.what, "too short for a zip archive");
+  if (r.size < 22) bad_npz(r.what, "too short for a zip archive");
   // The end record sits in the last 22 bytes plus an optional comment of up to 64 KiB.
   const size_t lowest = r.size > 22 + 65535 ? r.size - 22 - 65535 : 0;
   for (size_t pos = r.size - 22 + 1; pos-- > lowest;) {
@@ -57,13 +57,13 @@ Directory find_directory(const Reader& r) {
     Directory d{r.at(pos + 10, 2), r.at(pos + 16, 4), r.at(pos + 12, 4)};
     if (pos >= 20 && le(r.data + pos - 20, 4) == kLocator64Sig) {
       const uint64_t end64 = r.at(pos - 20 + 8, 8);
-      if (r.at(end64, 4) != kEnd64Sig) bad(r.what, "broken zip64 end record");
+      if (r.at(end64, 4) != kEnd64Sig) bad_npz(r.what, "broken zip64 end record");
       d = {r.at(end64 + 32, 8), r.at(end64 + 48, 8), r.at(end64 + 40, 8)};
     }
-    if (d.offset > r.size || d.size > r.size - d.offset) bad(r.what, "central directory lies outside the file");
+    if (d.offset > r.size || d.size > r.size - d.offset) bad_npz(r.what, "central directory lies outside the file");
     return d;
   }
-  bad(r.what, "no zip end record (not an .npz archive, or truncated)");
+  bad_npz(r.what, "no zip end record (not an .npz archive, or truncated)");
 }
 
 // Reads the zip64 extra field (id 1): the 64-bit values of those fields that are 0xffffffff.
@@ -75,7 +75,7 @@ void apply_zip64_extra(const Reader& r, uint64_t extra, uint64_t extra_len, Memb
     if (id == 1) {
       for (uint64_t* v : {&m.uncompressed, &m.compressed, &m.local_offset}) {
         if (*v != kMax32) continue;
-        if (field + 8 > pos + 4 + len) bad(r.what, "member '" + m.name + "': short zip64 field");
+        if (field + 8 > pos + 4 + len) bad_npz(r.what, "member '" + m.name + "': short zip64 field");
         *v = r.at(field, 8);
         field += 8;
       }
@@ -88,18 +88,18 @@ void apply_zip64_extra(const Reader& r, uint64_t extra, uint64_t extra_len, Memb
 // placeholders (force_zip64) and sizes that may only be final in the directory.
 std::vector<Member> read_directory(const Reader& r) {
   const Directory d = find_directory(r);
-  if (d.entries > d.size / 46) bad(r.what, "central directory claims more members than it can hold");
+  if (d.entries > d.size / 46) bad_npz(r.what, "central directory claims more members than it can hold");
   std::vector<Member> members;
   uint64_t pos = d.offset;
   for (uint64_t i = 0; i < d.entries; ++i) {
-    if (r.at(pos, 4) != kCentralSig) bad(r.what, "damaged central directory");
+    if (r.at(pos, 4) != kCentralSig) bad_npz(r.what, "damaged central directory");
     Member m;
     m.method = static_cast<uint16_t>(r.at(pos + 10, 2));
     m.compressed = r.at(pos + 20, 4);
     m.uncompressed = r.at(pos + 24, 4);
     const uint64_t name_len = r.at(pos + 28, 2), extra_len = r.at(pos + 30, 2), comment_len = r.at(pos + 32, 2);
     m.local_offset = r.at(pos + 42, 4);
-    if (pos + 46 + name_len + extra_len > r.size) bad(r.what, "truncated central directory");
+    if (pos + 46 + name_len + extra_len > r.size) bad_npz(r.what, "truncated central directory");
     m.name.assign(reinterpret_cast<const char*>(r.data + pos + 46), name_len);
     apply_zip64_extra(r, pos + 46 + name_len, extra_len, m);
     members.push_back(std::move(m));
@@ -110,7 +110,7 @@ std::vector<Member> read_directory(const Reader& r) {
 
 std::vector<unsigned char> inflate_member(const unsigned char* src, const Member& m, const std::string& what) {
   // Deflate cannot expand data by more than ~1032x: a larger claim is a corrupt or hostile file.
-  if (m.uncompressed / 1100 > m.compressed + 1) bad(what, "member '" + m.name + "' claims an impossible size");
+  if (m.uncompressed / 1100 > m.compressed + 1) bad_npz(what, "member '" + m.name + "' claims an impossible size");
   std::vector<unsigned char> out(m.uncompressed);
   z_stream zs{};
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw Error(ErrorCode::Internal, "[npz] zlib init failed");
@@ -130,7 +130,8 @@ std::vector<unsigned char> inflate_member(const unsigned char* src, const Member
   }
   inflateEnd(&zs);
   if (rc != Z_STREAM_END || out_left != 0)
-    bad(what, "member '" + m.name + "' does not inflate to its declared " + std::to_string(m.uncompressed) + " bytes");
+    bad_npz(what,
+            "member '" + m.name + "' does not inflate to its declared " + std::to_string(m.uncompressed) + " bytes");
   return out;
 }
 
@@ -140,14 +141,15 @@ std::vector<NamedTensor> parse_npz(const unsigned char* data, size_t size, const
   const Reader r{data, size, what};
   std::vector<NamedTensor> out;
   for (const Member& m : read_directory(r)) {
-    if (r.at(m.local_offset, 4) != kLocalSig) bad(what, "member '" + m.name + "': damaged local header");
+    if (r.at(m.local_offset, 4) != kLocalSig) bad_npz(what, "member '" + m.name + "': damaged local header");
     const uint64_t start = m.local_offset + 30 + r.at(m.local_offset + 26, 2) + r.at(m.local_offset + 28, 2);
-    if (start > size || m.compressed > size - start) bad(what, "member '" + m.name + "' extends past the end of the file");
+    if (start > size || m.compressed > size - start)
+      bad_npz(what, "member '" + m.name + "' extends past the end of the file");
     std::string name = m.name;
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
     const std::string label = what + ":" + m.name;
     if (m.method == 0) {
-      if (m.uncompressed != m.compressed) bad(what, "stored member '" + m.name + "' has inconsistent sizes");
+      if (m.uncompressed != m.compressed) bad_npz(what, "stored member '" + m.name + "' has inconsistent sizes");
       out.push_back({name, parse_npy(data + start, m.compressed, label)});
     } else if (m.method == 8) {
       const auto bytes = inflate_member(data + start, m, what);

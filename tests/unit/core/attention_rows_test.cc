@@ -13,7 +13,7 @@
 namespace hark {
 namespace {
 
-Tensor random_tensor(Shape shape, std::mt19937& rng) {
+Tensor normal_tensor(Shape shape, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Tensor t = Tensor::empty(shape);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
@@ -28,9 +28,9 @@ TEST(HalfKvAttention, EqualsFp32AttentionOnTheSameValues) {
     for (int tq : {1, 3, 5, 20}) {
       for (bool causal : {false, true}) {
         const int heads = 3, d = heads * hd, tk = 37;
-        const Tensor q = random_tensor({tq, d}, rng);
-        const Tensor k16 = ops::cast(be, random_tensor({tk, d}, rng), DType::F16);
-        const Tensor v16 = ops::cast(be, random_tensor({tk, d}, rng), DType::F16);
+        const Tensor q = normal_tensor({tq, d}, rng);
+        const Tensor k16 = ops::cast(be, normal_tensor({tk, d}, rng), DType::F16);
+        const Tensor v16 = ops::cast(be, normal_tensor({tk, d}, rng), DType::F16);
         ASSERT_EQ(k16.dtype(), DType::F16);
         Tensor w_half = Tensor::empty({heads, tq, tk}), w_full = Tensor::empty({heads, tq, tk});
         const Tensor half = ops::attention(be, q, k16, v16, heads, causal, 4, &w_half);
@@ -56,9 +56,9 @@ TEST(Q8KvAttention, CloseToFp32AttentionOnTheSameValues) {
     for (int tq : {1, 5, 20}) {
       for (bool causal : {false, true}) {
         const int heads = 3, d = heads * hd, tk = 37;
-        const Tensor q = random_tensor({tq, d}, rng);
-        const Tensor k8 = ops::cast(be, random_tensor({tk, d}, rng), DType::Q8_0);
-        const Tensor v8 = ops::cast(be, random_tensor({tk, d}, rng), DType::Q8_0);
+        const Tensor q = normal_tensor({tq, d}, rng);
+        const Tensor k8 = ops::cast(be, normal_tensor({tk, d}, rng), DType::Q8_0);
+        const Tensor v8 = ops::cast(be, normal_tensor({tk, d}, rng), DType::Q8_0);
         ASSERT_EQ(k8.dtype(), DType::Q8_0);
         Tensor w_q8 = Tensor::empty({heads, tq, tk}), w_full = Tensor::empty({heads, tq, tk});
         const Tensor got = ops::attention(be, q, k8, v8, heads, causal, 4, &w_q8);

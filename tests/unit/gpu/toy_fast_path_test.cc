@@ -27,15 +27,15 @@
 namespace hark {
 namespace {
 
-struct Outcome {
+struct RunOutcome {
   std::vector<int> tokens;
   std::string text;
   std::vector<Word> words;
 };
 
-Outcome run(Engine& engine, const std::vector<float>& audio, const TranscribeOptions& options) {
+RunOutcome run(Engine& engine, const std::vector<float>& audio, const TranscribeOptions& options) {
   const Transcript t = engine.transcribe(audio, options);
-  Outcome r;
+  RunOutcome r;
   r.text = t.text;
   for (const Segment& s : t.segments) {
     r.tokens.insert(r.tokens.end(), s.tokens.begin(), s.tokens.end());
@@ -93,7 +93,7 @@ TEST_P(ToyFastPath, EveryClipWithinTwoTokens) {
   for (const Clip& clip : clips()) {
     const bool near_tie = clip.oracle_margin < near_tie_margin(GetParam());
     for (const auto& [name, options] : option_sets()) {
-      const Outcome a = run(*ref, clip.audio, options), b = run(*fast, clip.audio, options);
+      const RunOutcome a = run(*ref, clip.audio, options), b = run(*fast, clip.audio, options);
       const int distance = test::edit_distance(b.tokens, a.tokens);
       if (near_tie) {
         worst_near_tie = std::max(worst_near_tie, distance);
@@ -125,7 +125,7 @@ TEST_P(ToyFastPath, WordTimestampsStayClose) {
   double worst = 0, total = 0;
   int compared = 0, close = 0;
   for (const Clip& clip : clips()) {
-    const Outcome a = run(*ref, clip.audio, options), b = run(*fast, clip.audio, options);
+    const RunOutcome a = run(*ref, clip.audio, options), b = run(*fast, clip.audio, options);
     if (a.tokens != b.tokens || a.words.size() != b.words.size()) continue;  // timings compare like for like
     for (size_t i = 0; i < a.words.size(); ++i) {
       for (double diff : {std::abs(a.words[i].start - b.words[i].start), std::abs(a.words[i].end - b.words[i].end)}) {

@@ -44,11 +44,6 @@ std::string raw_request(int port, const std::string& request) {
   return answer;
 }
 
-double metric(const std::string& text, const std::string& name) {
-  size_t at = text.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
-}
-
 template <class F>
 bool eventually(F done) {
   const auto deadline = Clock::now() + std::chrono::seconds(120);

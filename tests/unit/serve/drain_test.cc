@@ -20,7 +20,7 @@ httplib::MultipartFormDataItems upload(double seconds, bool stream = false) {
 }
 
 template <class Pred>
-bool eventually(Pred pred) {
+bool within_10s(Pred pred) {
   for (int i = 0; i < 2000; ++i) {
     if (pred()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -33,7 +33,7 @@ class Drain : public ServerFixture {
   // Starts stop() on another thread and returns once /health says the drain has begun.
   std::future<DrainReport> begin_drain() {
     auto report = std::async(std::launch::async, [this] { return server->stop(); });
-    EXPECT_TRUE(eventually([&] {
+    EXPECT_TRUE(within_10s([&] {
       auto r = client().Get("/health");
       return r && r->status == 503;
     })) << "/health never reported draining";
@@ -51,10 +51,10 @@ TEST_F(Drain, NewWorkGets503WithRetryAfterWhileAcceptedWorkFinishes) {
   start_server();
   stats.hold = true;
   auto running = post_async(1.0);
-  ASSERT_TRUE(eventually([&] { return stats.running == 1; }));
+  ASSERT_TRUE(within_10s([&] { return stats.running == 1; }));
   auto streaming = post_async(31.0, true);  // accepted: queued behind the running job
   auto queued = post_async(2.0);
-  ASSERT_TRUE(eventually([&] { return queue_depth() == 2; }));
+  ASSERT_TRUE(within_10s([&] { return queue_depth() == 2; }));
 
   auto report = begin_drain();
   auto health = client().Get("/health");
@@ -91,7 +91,7 @@ TEST_F(Drain, OpenSessionsAreClosedWithAClearError) {
   ASSERT_EQ(fed->status, 200) << fed->body;
   stats.hold = true;
   auto running = post_async(1.0);  // keeps the drain open while the session is probed
-  ASSERT_TRUE(eventually([&] { return stats.running == 1; }));
+  ASSERT_TRUE(within_10s([&] { return stats.running == 1; }));
 
   auto report = begin_drain();
   EXPECT_EQ(json::parse(client().Get("/stats")->body)["sessions"]["open"], 0) << "closed when the drain began";
@@ -114,9 +114,9 @@ TEST_F(Drain, TimeoutCancelsWhatIsLeftWithAClearError) {
   start_server(o);
   stats.hold = true;  // only a cancel ends these jobs
   auto running = post_async(1.0);
-  ASSERT_TRUE(eventually([&] { return stats.running == 1; }));
+  ASSERT_TRUE(within_10s([&] { return stats.running == 1; }));
   auto queued = post_async(2.0);
-  ASSERT_TRUE(eventually([&] { return queue_depth() == 1; }));
+  ASSERT_TRUE(within_10s([&] { return queue_depth() == 1; }));
 
   DrainReport report = server->stop();  // returns although the engine would never finish
   EXPECT_EQ(report.cancelled, 2u);
@@ -138,7 +138,7 @@ TEST_F(Drain, StartedStreamEndsWithAnErrorEventWhenTheTimeoutExpires) {
   start_server(o);
   stats.hold = true;
   auto stream = post_async(1.0, true);
-  ASSERT_TRUE(eventually([&] { return stats.running == 1; }));
+  ASSERT_TRUE(within_10s([&] { return stats.running == 1; }));
   auto report = begin_drain();
   server->expire_drain();  // as a second SIGTERM does
   EXPECT_EQ(report.get().cancelled, 1u);

@@ -138,6 +138,15 @@ class FakeEngine : public Engine {
   FakeEngineStats& stats_;
 };
 
+// The value of the Prometheus sample `name` in a /metrics body; -1 when it is missing.
+inline double metric(const std::string& text, const std::string& name) {
+  size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+}
+
+// `seconds` of silence as raw f32 PCM at 16 kHz (a session's audio chunk).
+inline std::string pcm_seconds(double seconds) { return std::string(static_cast<size_t>(seconds * 16000) * 4, '\0'); }
+
 // 16-bit PCM mono 16 kHz WAV of `seconds` of a quiet sine.
 inline std::string make_wav(double seconds, int rate = 16000) {
   const uint32_t n = static_cast<uint32_t>(seconds * rate);

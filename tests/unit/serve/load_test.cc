@@ -39,11 +39,6 @@ double rss_mb() {
   return resident * sysconf(_SC_PAGESIZE) / 1048576.0;
 }
 
-double metric(const std::string& text, const std::string& name) {
-  size_t at = text.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
-}
-
 // One client's request; returns an empty string when the response was right, else why not.
 std::string one_request(httplib::Client& c, std::mt19937& rng, const std::vector<std::string>& wavs) {
   int pick = rng() % wavs.size();

@@ -13,8 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string pcm_seconds(double seconds) { return std::string(static_cast<size_t>(seconds * 16000) * 4, '\0'); }
-
 class MultiDevice : public ::testing::Test {
  protected:
   void start_server() {

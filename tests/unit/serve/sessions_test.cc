@@ -9,8 +9,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string pcm_seconds(double seconds) { return std::string(static_cast<size_t>(seconds * 16000) * 4, '\0'); }
-
 class Sessions : public ServerFixture {
  protected:
   json post_json(const std::string& path, const std::string& body, const std::string& type, int expect = 200) {

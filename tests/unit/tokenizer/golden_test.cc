@@ -64,8 +64,6 @@ void expect_corpus_ids(const Tokenizer& tok, const json& strings, const json& ex
   EXPECT_EQ(mismatches, 0) << "of " << strings.size() << " strings";
 }
 
-}  // namespace
-
 TEST_F(TokenizerGolden, CorpusIsLargeAndVaried) {
   EXPECT_GE(golden()["strings"].size(), 1000u);
   EXPECT_TRUE(golden()["roundtrip_failures"].empty());
@@ -124,4 +122,5 @@ TEST_F(TokenizerGolden, WordSplitsMatchTheReferenceLogic) {
   }
 }
 
+}  // namespace
 }  // namespace hark
