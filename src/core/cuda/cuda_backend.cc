@@ -24,7 +24,7 @@ cudaDataType_t blas_type(DType dt) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device_index, DType act_dtype, bool lane) : device_index_(device_index), act_(act_dtype) {
+CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(device_index), act_(act_dtype) {
   if (act_ != DType::F32 && act_ != DType::F16 && act_ != DType::BF16)
     throw Error(ErrorCode::InvalidArgument, std::string("[cuda] unsupported compute type ") + dtype_name(act_));
   int count = 0;
@@ -33,12 +33,7 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool lane) : device_
     throw Error(ErrorCode::InvalidArgument, "[cuda] device cuda:" + std::to_string(device_index) + " does not exist (" +
                                                 std::to_string(count) + " GPU(s) present)");
   cuda::use_device(device_index);
-  int least = 0, greatest = 0;
-  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
-  const char* priority = std::getenv("HARK_CUDA_LANE_PRIORITY");
-  const bool ranked = priority && std::string(priority) == "low";  // measurement switch (header)
-  check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, !ranked ? least : lane ? least : greatest),
-        "cudaStreamCreate");
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check(cublasCreate(&blas_), "cublasCreate");
   check(cublasSetStream(blas_, stream_), "cublasSetStream");
   // The reference path stays in true fp32: no TF32 tensor-op shortcuts.

@@ -24,11 +24,7 @@ namespace hark {
 
 class CudaBackend final : public Backend {
  public:
-  // lane: a second stream for work beside another backend's (make_lane). Measurement
-  // switch HARK_CUDA_LANE_PRIORITY=low: the lane's stream at the device's lowest priority
-  // and every other at the highest, so the steps' kernels are scheduled before the
-  // encoder's; measured no better (docs/benchmarks.md), so streams keep equal priority.
-  CudaBackend(int device_index, DType act_dtype, bool lane = false);
+  CudaBackend(int device_index, DType act_dtype);
   ~CudaBackend() override;
 
   std::string name() const override;
@@ -106,6 +102,11 @@ class CudaBackend final : public Backend {
                  const Tensor* bias, Tensor& y, Epilogue epilogue);
   // Few-row shapes that cuBLASLt runs faster than gemv.cu.
   bool prefers_lt(int64_t m, int64_t n, int64_t k) const;
+  struct Arena;
+  // Device memory from the stream-ordered pool, allocated on this stream and released on
+  // `release` (this stream, or a lane's consumer: alloc_handed); laid out in `arena` too
+  // while a step is measured.
+  Tensor pooled(const Shape& shape, DType dtype, cudaStream_t release, std::shared_ptr<Arena> arena);
   // A device buffer of at least `bytes`, reused between calls (i32 index uploads).
   int32_t* upload_ints(std::span<const int> values);
 

@@ -104,24 +104,28 @@ Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
     return Tensor::view(arena->base + offset, shape, dtype, std::move(owner), Device::Cuda);
   }
   // Measuring: served normally, and laid out in the arena as the recording will be.
+  return pooled(shape, dtype, stream_, arena);
+}
+
+Tensor CudaBackend::pooled(const Shape& shape, DType dtype, cudaStream_t release, std::shared_ptr<Arena> arena) {
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   const size_t offset = arena ? arena->take(aligned(bytes)) : 0;
   void* ptr = nullptr;
   check(cudaMallocAsync(&ptr, bytes, stream_), "allocating device memory");
-  cudaStream_t stream = stream_;
   const int device = device_index_;
-  std::shared_ptr<void> owner(ptr, [stream, device, arena, offset, bytes](void* p) {
+  std::shared_ptr<void> owner(ptr, [release, device, arena, offset, bytes](void* p) {
     if (arena && !arena->closed) arena->give_back(offset, aligned(bytes));
     cuda::try_use_device(device);  // the last owner may be any thread
     // A free queued while a graph is recorded would become part of the graph (and run at
     // every replay): such a buffer is leaked instead. hark's steps drop none.
-    if (capturing(stream)) return;
-    cudaFreeAsync(p, stream);
+    if (capturing(release)) return;
+    cudaFreeAsync(p, release);
   });
   return Tensor::view(ptr, shape, dtype, std::move(owner), Device::Cuda);
 }
 
 std::unique_ptr<Backend> CudaBackend::make_lane() {
-  auto lane = std::make_unique<CudaBackend>(device_index_, act_, /*lane=*/true);
+  auto lane = std::make_unique<CudaBackend>(device_index_, act_);
   lane->consumer_stream_ = stream_;
   return lane;
 }
@@ -133,17 +137,7 @@ std::unique_ptr<Backend> CudaBackend::make_lane() {
 Tensor CudaBackend::alloc_handed(const Shape& shape, DType dtype) {
   if (!consumer_stream_ || arena_) return alloc(shape, dtype);
   cuda::use_device(device_index_);
-  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
-  void* ptr = nullptr;
-  check(cudaMallocAsync(&ptr, bytes, stream_), "allocating device memory");
-  cudaStream_t consumer = consumer_stream_;
-  const int device = device_index_;
-  std::shared_ptr<void> owner(ptr, [consumer, device](void* p) {
-    cuda::try_use_device(device);
-    if (capturing(consumer)) return;  // as alloc(): a free must not join a recording
-    cudaFreeAsync(p, consumer);
-  });
-  return Tensor::view(ptr, shape, dtype, std::move(owner), Device::Cuda);
+  return pooled(shape, dtype, consumer_stream_, nullptr);
 }
 
 Tensor CudaBackend::alloc_host(const Shape& shape, DType dtype) {
