@@ -28,6 +28,11 @@
 #            bundle against .device-carry/module-a.so.xz (an earlier build's
 #            libhark_cuda.so; the Backend interface must be the same), alternating A B A B,
 #            then this module under each measurement switch in AB_SWITCHES
+#     focus: one change judged quickly: hark_test_cuda filtered by FOCUS_TESTS (default
+#            *Attention*), hark_test_gpu by FOCUS_GPU_TESTS (default: the tiny fast-path
+#            rules; "-" skips), the turbo f16 bench at FOCUS_BATCHES (default 1,32) under
+#            each of FOCUS_SWITCHES ("default" = none), and with FOCUS_NCU_BATCHES set, Nsight
+#            Compute's kernel table of one bench run at those encoder batches
 #   (full runs everything but the check and batching parts; run each in a call of its own)
 set -uo pipefail
 mode=${1:-full}
@@ -116,6 +121,32 @@ if [[ $mode == batching-bench ]]; then
     CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} EXTRA_SERVE="--compute-type f16" OUT="$OUT/bench-batching" \
     timeout 540 bash scripts/bench-batching.sh synthetic:large-v3-turbo 2>&1 | tee "$OUT/bench_batching.log" |
     sed 's/^/    /' | tee -a "$results"
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+
+if [[ $mode == focus ]]; then
+  section "focus: CUDA ops ${FOCUS_TESTS:-*Attention*}"
+  run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_filter="${FOCUS_TESTS:-*Attention*}"
+  if [[ ${FOCUS_GPU_TESTS:-} != - ]]; then
+    run gpu_tests 300 "$bundle/tests/hark_test_gpu" --gtest_filter="${FOCUS_GPU_TESTS:-*FastPath*tiny*}"
+  fi
+  section "focus: turbo f16 bench under each switch"
+  for variant in ${FOCUS_SWITCHES:-default}; do
+    [[ $variant == default ]] && variant=HARK_FOCUS_NONE=1
+    run "bench_${variant//=/_}" 300 env "$variant" "$hark" bench --device cuda --runs 10 \
+      --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches "${FOCUS_BATCHES:-1,32}" \
+      --clip tests/data/audio/jfk.wav --e2e --e2e-tokens 30 --json "$OUT/bench_${variant//=/_}.json"
+  done
+  if [[ -n ${FOCUS_NCU_BATCHES:-} ]]; then
+    section "focus: kernel table (ncu, encoder batches $FOCUS_NCU_BATCHES, 3 steps)"
+    ncu --clock-control none --graph-profiling node --csv --page raw \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 \
+      --tokens 3 --batches "$FOCUS_NCU_BATCHES" >"$OUT/ncu-focus.csv" 2>"$OUT/ncu-focus.err"
+    echo "- ncu: exit $?" | tee -a "$results"
+    python3 scripts/device/kernel_table.py "$OUT/ncu-focus.csv" | head -40 | sed 's/^/    /' | tee -a "$results"
+  fi
   echo "done in $SECONDS s" | tee -a "$results"
   exit 0
 fi

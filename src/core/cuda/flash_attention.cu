@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/cuda/device/fast_math.cuh"
 #include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/dispatch.cuh"
@@ -55,8 +56,8 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int
 }
 
 // M 16-row tiles per warp: a block owns 64·M query rows.
-template <int HD, int M, class T>
-__global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ qkv, T* __restrict__ out, int64_t t,
+template <int HD, int M, int kMinBlocks, class T>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __restrict__ qkv, T* __restrict__ out, int64_t t,
                                                          int64_t d, float scale_log2) {
   pdl_enter();
   constexpr int kSteps = HD / 16, kTiles = HD / 8;  // k-steps of Q·Kᵀ, n-tiles of O
@@ -121,35 +122,42 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(const T* __restrict__ q
         }
       }
     }
-    // Online softmax in the log2 domain, per row tile; keys past the end get −∞.
+    // Online softmax in the log2 domain, per row tile. The running maxima are kept scaled
+    // (log2(e)/sqrt(hd) folded in), so each score costs one FMA and one EX2; keys past the
+    // end get −∞, checked only on the last, partial tile.
     const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
+    const bool partial = key0 + kKeys > t;
 #pragma unroll
     for (int m = 0; m < M; ++m) {
+      if (partial) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (key0 + j * 8 + tig * 2 + (e & 1) >= t) s[m][j][e] = -INFINITY;
+      }
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool valid = key0 + j * 8 + tig * 2 + (e & 1) < t;
-          s[m][j][e] = valid ? s[m][j][e] * scale_log2 : -INFINITY;
-          mx[e >> 1] = fmaxf(mx[e >> 1], s[m][j][e]);
-        }
+        for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[m][j][e]);
       }
-      float corr[2];
+      float corr[2], neg_max[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float m_new = fmaxf(m_run[m][r], mx[r]);
-        corr[r] = exp2f(m_run[m][r] - m_new);
+        const float m_new = fmaxf(m_run[m][r], mx[r] * scale_log2);
+        corr[r] = exp2_ftz(m_run[m][r] - m_new);
         m_run[m][r] = m_new;
+        neg_max[r] = -m_new;
         l_run[m][r] *= corr[r];
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[m][j][e] = exp2f(s[m][j][e] - m_run[m][e >> 1]);
+          s[m][j][e] = exp2_ftz(fmaf(s[m][j][e], scale_log2, neg_max[e >> 1]));
           l_run[m][e >> 1] += s[m][j][e];
         }
       }
@@ -211,6 +219,7 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
   // Measurement switch, read at each launch so that a test can run both kernels.
   const char* env = std::getenv("HARK_CUDA_FLASH");
   const bool wide = env && std::strcmp(env, "wide") == 0;
+  const bool three = env && std::strcmp(env, "three") == 0;
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim, rows = wide ? 128 : 64;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(head_dim));  // log2(e) / sqrt(hd)
   dim3 grid(static_cast<unsigned>((t + rows - 1) / rows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));
@@ -220,9 +229,9 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
       launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
     };
     if (head_dim == 64)
-      wide ? go(flash_kernel<64, 2, T>) : go(flash_kernel<64, 1, T>);
+      wide ? go(flash_kernel<64, 2, 2, T>) : three ? go(flash_kernel<64, 1, 3, T>) : go(flash_kernel<64, 1, 4, T>);
     else if (head_dim == 32)
-      wide ? go(flash_kernel<32, 2, T>) : go(flash_kernel<32, 1, T>);
+      wide ? go(flash_kernel<32, 2, 2, T>) : go(flash_kernel<32, 1, 4, T>);
     else
       throw Error(ErrorCode::Unavailable, "[cuda] flash attention supports head dims 32 and 64");
   });
