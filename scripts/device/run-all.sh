@@ -132,11 +132,30 @@ if [[ $mode == focus ]]; then
     run gpu_tests 300 "$bundle/tests/hark_test_gpu" --gtest_filter="${FOCUS_GPU_TESTS:-*FastPath*tiny*}"
   fi
   section "focus: turbo f16 bench under each switch"
+  reasons=clocks_event_reasons.active  # the older drivers' name below
+  nvidia-smi --query-gpu=$reasons --format=csv >/dev/null 2>&1 || reasons=clocks_throttle_reasons.active
   for variant in ${FOCUS_SWITCHES:-default}; do
     [[ $variant == default ]] && variant=HARK_FOCUS_NONE=1
+    # The SM clock, power and throttle reasons every 100 ms while the bench runs.
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,$reasons --format=csv,noheader \
+      -lms 100 >"$OUT/smi_${variant//=/_}.csv" 2>/dev/null &
+    smi=$!
     run "bench_${variant//=/_}" 300 env "$variant" "$hark" bench --device cuda --runs 10 \
       --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches "${FOCUS_BATCHES:-1,32}" \
       --clip tests/data/audio/jfk.wav --e2e --e2e-tokens 30 --json "$OUT/bench_${variant//=/_}.json"
+    kill "$smi" 2>/dev/null
+    python3 - "$OUT/smi_${variant//=/_}.csv" <<'PY' | sed 's/^/    /' | tee -a "$results"
+import sys
+rows = [l.split(",") for l in open(sys.argv[1]) if l.count(",") >= 3]
+busy = [(float(r[1].split()[0]), float(r[2].split()[0]), r[3].strip()) for r in rows
+        if r[2].split()[0].replace(".", "").isdigit() and float(r[2].split()[0]) > 250]
+if busy:
+    clocks = sorted(c for c, _, _ in busy)
+    print(f"under load ({len(busy)} samples > 250 W): SM clock min {clocks[0]:.0f} / median {clocks[len(clocks)//2]:.0f} MHz, "
+          f"power max {max(p for _, p, _ in busy):.0f} W, reasons {sorted(set(r for _, _, r in busy))}")
+else:
+    print(f"{len(rows)} samples, none above 250 W")
+PY
   done
   if [[ -n ${FOCUS_NCU_BATCHES:-} ]]; then
     section "focus: kernel table (ncu, encoder batches $FOCUS_NCU_BATCHES, 3 steps)"

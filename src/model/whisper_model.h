@@ -161,6 +161,7 @@ class WhisperModel {
 
  private:
   Tensor encoder_stem(const Tensor& mel, int n_ctx);
+  Tensor batch_frames(std::span<const Tensor> mels, int n_ctx);
   Tensor encoder_convolutions(const Tensor& frames, int n_ctx);
   // The n_ctx the windows encode to, after checking their shapes.
   Tensor cross_kv(const Tensor& features);

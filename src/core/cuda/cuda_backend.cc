@@ -3,8 +3,10 @@
 #include "core/cuda/cuda_backend.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
@@ -22,6 +24,20 @@ cudaDataType_t blas_type(DType dt) {
   return dt == DType::F16 ? CUDA_R_16F : dt == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
+// cudaMallocAsync's default pool gives its free memory back to the driver at every
+// synchronisation (release threshold 0), so a server that synchronises once per decoder
+// step or encoder batch mapped its activations afresh each time. The pool keeps what it
+// has freed instead (up to the largest working set seen; other processes on the same GPU
+// do not get it back until hark exits). HARK_CUDA_POOL_RELEASE=1 restores the driver's
+// default, a measurement switch.
+void keep_pool_memory(int device_index) {
+  if (const char* env = std::getenv("HARK_CUDA_POOL_RELEASE"); env && std::string(env) == "1") return;
+  cudaMemPool_t pool = nullptr;
+  check(cudaDeviceGetDefaultMemPool(&pool, device_index), "cudaDeviceGetDefaultMemPool");
+  uint64_t keep = UINT64_MAX;
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(device_index), act_(act_dtype) {
@@ -34,6 +50,7 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
                                                 std::to_string(count) + " GPU(s) present)");
   cuda::use_device(device_index);
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  keep_pool_memory(device_index);
   check(cublasCreate(&blas_), "cublasCreate");
   check(cublasSetStream(blas_, stream_), "cublasSetStream");
   // The reference path stays in true fp32: no TF32 tensor-op shortcuts.

@@ -72,5 +72,27 @@ TEST(BatchedDecode, RowsEqualSingleRowDecodes) {
   }
 }
 
+// A batch of windows through the encoder (one upload, transposed on the device) gives
+// each window's features and cross K/V as encoding it alone does, at the full context and
+// at a shorter one (which reads only the first frames of each mel row).
+TEST(BatchedEncode, WindowsEqualSingleWindowEncodes) {
+  auto ckpt = std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hparams_for_size("tiny")));
+  auto model = std::make_shared<WhisperModel>(ckpt, std::shared_ptr<Backend>(make_cpu_backend({2})));
+  const HParams& hp = model->hparams();
+  const std::vector<Tensor> mels = {test_mel(hp.n_mels, 0.0f), test_mel(hp.n_mels, 0.7f), test_mel(hp.n_mels, 2.1f)};
+  for (int audio_ctx : {0, 750}) {
+    const auto batch = model->prepare_audio_batch(mels, audio_ctx);
+    ASSERT_EQ(batch.size(), mels.size());
+    for (size_t w = 0; w < mels.size(); ++w) {
+      const auto alone = model->prepare_audio(mels[w], audio_ctx);
+      ASSERT_EQ(batch[w]->features.numel(), alone->features.numel());
+      EXPECT_LT(rel_l2(batch[w]->features.data<float>(), alone->features.data<float>(), alone->features.numel()), 1e-5)
+          << "window " << w << ", audio_ctx " << audio_ctx;
+      EXPECT_LT(rel_l2(batch[w]->cross_kv.data<float>(), alone->cross_kv.data<float>(), alone->cross_kv.numel()), 1e-5)
+          << "window " << w << ", audio_ctx " << audio_ctx;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hark
