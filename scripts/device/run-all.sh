@@ -287,9 +287,9 @@ fi
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
 if [[ $mode == quick || $mode == full ]]; then  # the measurement switches, one at a time (docs/gpu.md)
   for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all HARK_CUDA_GEMV_ONE_ROW=0 HARK_CUDA_GEMV_ONE_ROW=narrow \
-      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_CUDA_FLASH=wide; do
+      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_CUDA_FLASH=narrow HARK_CUDA_GEMM_TUNE=0; do
     batches=1
-    [[ $variant == HARK_CUDA_FLASH=* ]] && batches=1,32  # an encoder switch: the batch-32 window too
+    [[ $variant == HARK_CUDA_FLASH=* || $variant == HARK_CUDA_GEMM_TUNE=* ]] && batches=1,32  # encoder switches: the batch-32 window too
     run "bench_turbo_f16_${variant//=/_}" 600 env "$variant" "$hark" bench --device cuda --runs 10 \
       --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches $batches --clip $clip --e2e --e2e-tokens 30
   done

@@ -7,13 +7,15 @@
 // Shared-memory rows are XOR-swizzled in 16-byte chunks so that ldmatrix reads 8 rows of
 // one column block without bank conflicts (with 32 dims, two rows share a bank set: 2-way
 // at most).
-// M = 1 is the measured kernel (about 180 TFLOP/s on an H200 at 1500 × 1500, 20 heads).
-// M = 2 (HARK_CUDA_FLASH=wide, a measurement switch) halves the shared-memory reads and
-// K/V loads per product; by ptxas it takes 255 registers (20 bytes of spill) against 161,
-// so 2 blocks of 128 rows fit an SM against 3 of 64: written without a GPU at hand, to be
-// tested (CudaOps.EncoderSelfAttention runs both) and timed in the next GPU session.
-// Measured on an H200 and left out: 4 blocks per SM by a register cap (spills: 64 → 71 µs
-// per turbo layer) and exps on half2 (161 registers: 64 → 68.5 µs).
+// M = 2 is the default: 128 query rows per block, 236 registers (no spill), 2 blocks per
+// SM. M = 1 (HARK_CUDA_FLASH=narrow, a measurement switch) takes 128 registers, so 4
+// blocks of 64 rows fit an SM. With the softmax at one FMA and one EX2 per score
+// (fast_math.cuh) and the mask only on the last tile, the H200 measured (2026-12-01, one
+// call, large-v3-turbo f16): M = 1 47.5 µs per layer and window at batch 32 (Nsight
+// Compute; 64 µs before those two changes), the whole encoder 5.64 / 6.00 ms per window at
+// batch 1 / 32 with M = 1 against 5.37 / 5.87 ms with M = 2. Measured and left out
+// earlier: 4 blocks per SM by a register cap when the kernel took 161 registers (spills:
+// 64 → 71 µs per turbo layer), exps on half2 (64 → 68.5 µs).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -218,8 +220,7 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
   if (batch <= 0 || t <= 0) return;
   // Measurement switch, read at each launch so that a test can run both kernels.
   const char* env = std::getenv("HARK_CUDA_FLASH");
-  const bool wide = env && std::strcmp(env, "wide") == 0;
-  const bool three = env && std::strcmp(env, "three") == 0;
+  const bool wide = !(env && std::strcmp(env, "narrow") == 0);
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim, rows = wide ? 128 : 64;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(head_dim));  // log2(e) / sqrt(hd)
   dim3 grid(static_cast<unsigned>((t + rows - 1) / rows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));
@@ -229,7 +230,7 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
       launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
     };
     if (head_dim == 64)
-      wide ? go(flash_kernel<64, 2, 2, T>) : three ? go(flash_kernel<64, 1, 3, T>) : go(flash_kernel<64, 1, 4, T>);
+      wide ? go(flash_kernel<64, 2, 2, T>) : go(flash_kernel<64, 1, 4, T>);
     else if (head_dim == 32)
       wide ? go(flash_kernel<32, 2, 2, T>) : go(flash_kernel<32, 1, 4, T>);
     else
