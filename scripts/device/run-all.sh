@@ -31,8 +31,9 @@
 #     focus: one change judged quickly: hark_test_cuda filtered by FOCUS_TESTS (default
 #            *Attention*), hark_test_gpu by FOCUS_GPU_TESTS (default: the tiny fast-path
 #            rules; "-" skips), the turbo f16 bench at FOCUS_BATCHES (default 1,32) under
-#            each of FOCUS_SWITCHES ("default" = none), and with FOCUS_NCU_BATCHES set, Nsight
-#            Compute's kernel table of one bench run at those encoder batches
+#            each of FOCUS_SWITCHES ("default" = none; FOCUS_BENCH_ARGS added, e.g.
+#            "--step-windows 48"), and with FOCUS_NCU_BATCHES set, Nsight Compute's kernel
+#            table of one bench run at those encoder batches (FOCUS_NCU_ARGS added)
 #   (full runs everything but the check and batching parts; run each in a call of its own)
 set -uo pipefail
 mode=${1:-full}
@@ -142,7 +143,7 @@ if [[ $mode == focus ]]; then
     smi=$!
     run "bench_${variant//=/_}" 300 env "$variant" "$hark" bench --device cuda --runs 10 \
       --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches "${FOCUS_BATCHES:-1,32}" \
-      --clip tests/data/audio/jfk.wav --e2e --e2e-tokens 30 --json "$OUT/bench_${variant//=/_}.json"
+      --clip tests/data/audio/jfk.wav --e2e --e2e-tokens 30 ${FOCUS_BENCH_ARGS:-} --json "$OUT/bench_${variant//=/_}.json"
     kill "$smi" 2>/dev/null
     python3 - "$OUT/smi_${variant//=/_}.csv" <<'PY' | sed 's/^/    /' | tee -a "$results"
 import sys
@@ -162,9 +163,10 @@ PY
     ncu --clock-control none --graph-profiling node --csv --page raw \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
       "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 \
-      --tokens 3 --batches "$FOCUS_NCU_BATCHES" >"$OUT/ncu-focus.csv" 2>"$OUT/ncu-focus.err"
+      --tokens 3 --batches "$FOCUS_NCU_BATCHES" ${FOCUS_NCU_ARGS:-} >"$OUT/ncu-focus.csv" 2>"$OUT/ncu-focus.err"
     echo "- ncu: exit $?" | tee -a "$results"
-    python3 scripts/device/kernel_table.py "$OUT/ncu-focus.csv" | head -40 | sed 's/^/    /' | tee -a "$results"
+    python3 scripts/device/kernel_table.py "$OUT/ncu-focus.csv" >"$OUT/ncu-focus-table.txt" 2>&1
+    head -40 "$OUT/ncu-focus-table.txt" | sed 's/^/    /' | tee -a "$results"
   fi
   echo "done in $SECONDS s" | tee -a "$results"
   exit 0
@@ -287,9 +289,9 @@ fi
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
 if [[ $mode == quick || $mode == full ]]; then  # the measurement switches, one at a time (docs/gpu.md)
   for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all HARK_CUDA_GEMV_ONE_ROW=0 HARK_CUDA_GEMV_ONE_ROW=narrow \
-      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_CUDA_FLASH=narrow HARK_CUDA_GEMM_TUNE=0; do
+      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_CUDA_FLASH=narrow; do
     batches=1
-    [[ $variant == HARK_CUDA_FLASH=* || $variant == HARK_CUDA_GEMM_TUNE=* ]] && batches=1,32  # encoder switches: the batch-32 window too
+    [[ $variant == HARK_CUDA_FLASH=* ]] && batches=1,32  # an encoder switch: the batch-32 window too
     run "bench_turbo_f16_${variant//=/_}" 600 env "$variant" "$hark" bench --device cuda --runs 10 \
       --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches $batches --clip $clip --e2e --e2e-tokens 30
   done

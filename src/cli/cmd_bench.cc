@@ -47,6 +47,7 @@ struct BenchArgs {
   int runs = 6;
   int tokens = 32;
   int e2e_tokens = 0;  // > 0: cap each window's sampled tokens (synthetic weights never stop)
+  int step_windows = 0;  // > 0: also time steps of this many rows, each on its own window
   std::string language = "en";  // of the --e2e runs; "auto" detects it (one more encoder pass)
   bool e2e = false;
   ServerBenchArgs server;  // --server: the load generator instead
@@ -78,14 +79,18 @@ std::vector<int> parse_batches(const std::string& text) {
   return out;
 }
 
-// Median ms per step of `rows` rows: a 4-token prompt first, then `step` (one token per
-// row) args.tokens times; the median over runs / 2 states.
+// Median ms per step of rows on the windows given for them (one window for all rows:
+// beams): a 4-token prompt first, then `step` (one token per row) args.tokens times; the
+// median over runs / 2 states.
 template <class Step>
-double step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args,
-               Step&& step) {
+double rows_step_ms(WhisperModel& model, const std::vector<std::shared_ptr<const AudioContext>>& audio_per_row,
+                    const BenchArgs& args, Step&& step) {
+  const int rows = static_cast<int>(audio_per_row.size());
+  const bool shared = std::all_of(audio_per_row.begin(), audio_per_row.end(),
+                                  [&](const auto& a) { return a == audio_per_row.front(); });
   std::vector<double> medians;
   for (int r = 0; r < std::max(1, args.runs / 2); ++r) {
-    auto state = model.new_state(audio, rows);
+    auto state = shared ? model.new_state(audio_per_row.front(), rows) : model.new_state(audio_per_row);
     std::vector<int32_t> start;
     for (int i = 0; i < rows; ++i) start.insert(start.end(), {50258, 50259, 50359, 50363});
     model.decode(*state, start, 4);
@@ -95,6 +100,13 @@ double step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, i
     medians.push_back(median(per_token));
   }
   return median(medians);
+}
+
+// The same for `rows` rows on one window.
+template <class Step>
+double step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args,
+               Step&& step) {
+  return rows_step_ms(model, std::vector<std::shared_ptr<const AudioContext>>(rows, audio), args, step);
 }
 
 double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
@@ -254,6 +266,30 @@ void run_bench(const BenchArgs& args) {
       }
     }
   }
+  if (args.step_windows > 0) {
+    // Rows on windows of their own, as the batching server steps them: each row's
+    // cross-attention reads its own window's K/V.
+    const std::vector<Tensor> mels(args.step_windows, mel);
+    const std::vector<std::shared_ptr<const AudioContext>> windows = model->prepare_audio_batch(mels);
+    backend->synchronize();
+    const std::string n = std::to_string(args.step_windows);
+    const double step = rows_step_ms(*model, windows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
+      model->decode(state, tokens, 1);
+    });
+    out["decoder_ms_per_step_own_windows"][n] = step;
+    std::printf("decoder      %8.3f ms / step of %s rows on %s windows (median; logits to the host)\n", step, n.c_str(),
+                n.c_str());
+    if (model->selects_on_device()) {
+      const SelectionRules rules = default_rules(*model);
+      const std::vector<SampledSummary> summaries(windows.size(), SampledSummary{3, 400, 401, rules.timestamp_begin});
+      const double select = rows_step_ms(*model, windows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
+        model->decode_select(state, tokens, rules, summaries, 1);
+      });
+      out["decoder_select_ms_per_step_own_windows"][n] = select;
+      std::printf("decoder      %8.3f ms / step of %s rows on %s windows (median; token chosen on the device)\n", select,
+                  n.c_str(), n.c_str());
+    }
+  }
   const double window_ms = out["mel_ms"].get<double>() + out["encoder_ms_per_window"].begin()->get<double>() +
                            out["decoder_ms_per_step"]["1"].get<double>() * args.tokens;
   std::printf("window total %8.1f ms for %d tokens  ->  real-time factor %.4f\n", window_ms, args.tokens,
@@ -271,10 +307,13 @@ void run_bench(const BenchArgs& args) {
       std::vector<double> times;
       size_t tokens = 0;
       Timings parts;
+      double file_ms = 0, last_ms = 0;
       for (int r = 0; r <= args.runs; ++r) {
         // Decoding the file is part of the measured work, as for a request.
         const double ms = time_ms([&] {
+          const auto file_t0 = Clock::now();
           const std::vector<float> clip = decode_audio_file(args.clip);
+          file_ms = ms_since(file_t0);
           const Transcript t = engine->transcribe(clip, options);
           parts = t.timings;
           tokens = 0;
@@ -285,15 +324,20 @@ void run_bench(const BenchArgs& args) {
           std::printf("cold start   %8.1f ms load + %.1f ms first transcription\n", load_ms, ms);
         }
         if (r > 0) times.push_back(ms);
+        last_ms = ms;
       }
       const std::string key = beam ? "e2e_beam5_ms" : "e2e_greedy_ms";
       out[key] = median(times);
       out[key + "_tokens"] = tokens;
-      out[key + "_parts"] = {{"mel", parts.mel_ms}, {"encode", parts.encode_ms}, {"decode", parts.decode_ms}};
+      // What the last run spent outside the file, the mel, the encoder and the decoder: the
+      // transcription's own bookkeeping (windows, segments, text).
+      const double other = last_ms - file_ms - parts.mel_ms - parts.encode_ms - parts.decode_ms;
+      out[key + "_parts"] = {{"file", file_ms},          {"mel", parts.mel_ms}, {"encode", parts.encode_ms},
+                             {"decode", parts.decode_ms}, {"other", other}};
       std::printf("end to end   %8.2f ms for %.1f s of audio, %s, %zu tokens, language %s (warm, median of %d; "
-                  "last run: mel %.2f, encoder %.2f, decoding %.2f ms)\n",
+                  "last run: file %.2f, mel %.2f, encoder %.2f, decoding %.2f, other %.2f ms)\n",
                   median(times), samples.size() / 16000.0, beam ? "beam 5" : "greedy", tokens, args.language.c_str(),
-                  args.runs, parts.mel_ms, parts.encode_ms, parts.decode_ms);
+                  args.runs, file_ms, parts.mel_ms, parts.encode_ms, parts.decode_ms, other);
     }
   }
   if (!args.json.empty()) {
@@ -350,6 +394,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--e2e-tokens", args->e2e_tokens, "Most tokens sampled per window in --e2e (0 = the model's default)")
       ->capture_default_str()
       ->check(CLI::Range(0, 224));
+  cmd->add_option("--step-windows", args->step_windows,
+                  "Also time decoder steps of this many rows, each on a window of its own (as the batching server runs "
+                  "them)")
+      ->check(CLI::Range(0, 256));
   cmd->add_option("--language", args->language, "Language of the --e2e runs (auto: detect it)")->capture_default_str();
   cmd->add_option("--json", args->json, "Write the figures to this JSON file");
   auto& sv = args->server;

@@ -99,14 +99,10 @@ void CudaBackend::cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& c
 int* CudaBackend::cross_counters() {
   if (!cross_counters_.defined()) {
     const PauseArena pause(arena_);
-    cross_counters_ = alloc({kCrossCounters + kSelectCounters}, DType::I32);
+    cross_counters_ = alloc({kCrossCounters}, DType::I32);
     check(cudaMemsetAsync(cross_counters_.raw(), 0, cross_counters_.nbytes(), stream_), "zeroing counters");
   }
   return cross_counters_.data<int32_t>();
-}
-
-int* CudaBackend::select_counters(int rows) {
-  return select_fused_ && rows <= kSelectCounters ? cross_counters() + kCrossCounters : nullptr;
 }
 
 void CudaBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,

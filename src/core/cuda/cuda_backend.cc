@@ -61,8 +61,6 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   lt_ = std::make_unique<cuda::LtGemm>(stream_, workspace_, kWorkspaceBytes);
   cuda::gemv_setup();
   if (const char* env = std::getenv("HARK_CUDA_GRAPHS"); env && std::string(env) == "0") graphs_enabled_ = false;
-  // Measurement switch: token selection's merge in a second launch, as before it was fused.
-  if (const char* env = std::getenv("HARK_CUDA_SELECT_FUSED"); env && std::string(env) == "0") select_fused_ = false;
   // Measurement switch: few-row products through cuBLASLt instead of gemv.cu.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
   // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.
@@ -357,7 +355,7 @@ void CudaBackend::select_tokens(const Tensor& logits, const Tensor& spec, int k,
   Tensor scratch = alloc({cuda::select_tokens_scratch(rows, k)}, DType::F32);
   // The kernel writes the spec only when feeding back (select_and_feed).
   cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), const_cast<int32_t*>(spec.data<int32_t>()),
-                      k, scratch.data<float>(), out.data<int32_t>(), stream_, nullptr, select_counters(rows));
+                      k, scratch.data<float>(), out.data<int32_t>(), stream_);
   cuda::check_launch("select_tokens");
 }
 
@@ -369,7 +367,7 @@ void CudaBackend::select_and_feed(const Tensor& logits, Tensor& spec, int k, Ten
   const int rows = static_cast<int>(logits.dim(0));
   Tensor scratch = alloc({cuda::select_tokens_scratch(rows, k)}, DType::F32);
   cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), spec.data<int32_t>(), k,
-                      scratch.data<float>(), out.data<int32_t>(), stream_, inputs.data<int32_t>(), select_counters(rows));
+                      scratch.data<float>(), out.data<int32_t>(), stream_, inputs.data<int32_t>());
   cuda::check_launch("select_and_feed");
 }
 

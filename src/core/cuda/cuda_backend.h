@@ -135,15 +135,10 @@ class CudaBackend final : public Backend {
   Tensor dft_basis_;  // [400, 402] f32: cos and −sin of the 400-point DFT, bins 0..200
   std::map<const void*, Tensor> mel_filters_;  // [201, n_mels] f32 per filter bank
   Tensor mel_staging_;                          // page-locked f32: log_mel's samples in, frames out
-  // Cross-attention's per-(query, head) chunk counters (decoder_attention.cu), then token
-  // selection's per-row part counters (token_select.cu): zeroed once, left zero by every
-  // launch.
+  // Cross-attention's per-(query, head) chunk counters (decoder_attention.cu), zeroed once.
   static constexpr int64_t kCrossCounters = 1 << 16;
-  static constexpr int64_t kSelectCounters = 1 << 12;
   Tensor cross_counters_;
   int* cross_counters();
-  int* select_counters(int rows);  // nullptr: rows beyond kSelectCounters, or HARK_CUDA_SELECT_FUSED=0
-  bool select_fused_ = true;
 
   bool graphs_enabled_ = true;
   bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too

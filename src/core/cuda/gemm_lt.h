@@ -1,8 +1,6 @@
 // Half-precision products through cuBLASLt, with the bias, GELU and residual folded into
 // the GEMM's epilogue: y[m, n] = epilogue(x[m, k] · w[n, k]ᵀ + bias). One descriptor set and
-// one algorithm are kept per shape, so a call costs one cublasLtMatmul. The algorithm is
-// the fastest of the heuristic's first eight candidates, timed on the shape's first call
-// (HARK_CUDA_GEMM_TUNE=0: the heuristic's first choice, untimed).
+// the heuristic's best algorithm are kept per shape, so a call costs one cublasLtMatmul.
 #pragma once
 
 #include <cublasLt.h>
@@ -39,18 +37,13 @@ class LtGemm {
     cublasLtMatmulAlgo_t algo{};
   };
   using Key = std::tuple<int, int64_t, int64_t, int64_t, int, int, bool>;  // dt, m, n, k, y_dt, epilogue, bias
-  // x, w, bias and y of the first call: the candidates are timed on them (y's contents are
-  // not touched; a scratch buffer takes the results).
-  Plan& plan(const Key& key, const void* x, const void* w, const void* bias, DType y_dt);
-  int fastest(Plan& p, const cublasLtMatmulHeuristicResult_t* candidates, int count, const void* x, const void* w,
-              size_t y_bytes, float beta);
+  Plan& plan(const Key& key);
 
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_;
   void* workspace_;
   size_t workspace_bytes_;
   std::map<Key, Plan> plans_;
-  bool tune_ = true;
 };
 
 }  // namespace hark::cuda

@@ -100,11 +100,10 @@ void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv
 // Backend::select_tokens: out[rows, k, 2] i32 (token, log-probability bits), all on the
 // device; `scratch` holds select_tokens_scratch() floats. With `feed` (the decoder's step
 // inputs, Backend::select_and_feed) each row's best token is fed back into it and into
-// the spec's row summary. With `counters` (one int per row, zero, left zero) the rows are
-// merged in the same launch as the parts; without, by a second kernel.
+// the spec's row summary.
 int64_t select_tokens_scratch(int rows, int k);
 void select_tokens(const float* logits, int rows, int vocab, int32_t* spec, int k, float* scratch, int32_t* out,
-                   cudaStream_t stream, int32_t* feed = nullptr, int* counters = nullptr);
+                   cudaStream_t stream, int32_t* feed = nullptr);
 
 // ---- mel.cu: the log-mel front end ------------------------------------------------------
 // out[frames, 400]: Hann-windowed frames of `samples` (n of them) padded with zeros to

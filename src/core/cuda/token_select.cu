@@ -1,14 +1,12 @@
-// Backend::select_tokens on the GPU, a row's ~52 k logits spread over many blocks (one
-// block per row took 108 µs per decoder step; 128 parts of ~400 logits measured 6 µs less
-// per greedy step on an H200 than 32 parts):
+// Backend::select_tokens on the GPU, in two launches so that a row's ~52 k logits are
+// spread over many blocks (one block per row took 108 µs per decoder step; 128 parts of
+// ~400 logits measured 6 µs less per greedy step on an H200 than 32 parts):
 //  1. select_parts: block (part, row) filters its slice of the vocabulary (the same test
 //     as the CPU reference, core/token_select_rules.h) and leaves, separately for text
 //     and timestamp tokens, the online (max, Σexp) pair and its k best tokens;
-//  2. merge_row: the row's parts merged, the timestamps-versus-text rule applied on the
-//     merged statistics, and the k best tokens written with their log-probabilities. With
-//     counters (one per row, zero between launches) the last part of a row to finish
-//     merges it, in the same launch; without, select_merge does it in a second launch
-//     (HARK_CUDA_SELECT_FUSED=0, a measurement switch).
+//  2. select_merge: one block per row merges the parts, applies the timestamps-versus-
+//     text rule on the merged statistics, and writes the k best tokens with their
+//     log-probabilities.
 #include <cstdint>
 
 #include "core/cuda/device/pdl.cuh"
@@ -82,58 +80,9 @@ __device__ __forceinline__ float log_sum(Lse v) { return v.max == -INFINITY ? -I
 // Per (row, part): text Lse, timestamp Lse, then k text and k timestamp candidates.
 __host__ __device__ constexpr int part_floats(int k) { return 4 + 4 * k; }
 
-// Row r's parts merged by the calling block (all kThreads threads); `rows` is the launch's
-// row count (the feed's layout). The parts may have been written by other blocks of the
-// same launch: read through L2 (__ldcg), never the non-coherent read-only path.
-__device__ void merge_row(const float* parts, int32_t* __restrict__ spec, int k, int n_parts, int r,
-                          int rows, int32_t* __restrict__ out, int32_t* __restrict__ feed, Best* best_scratch,
-                          Lse* lse_scratch) {
-  const float* p = parts + static_cast<int64_t>(r) * n_parts * part_floats(k);
-  Lse text{-INFINITY, 0.0f}, stamp{-INFINITY, 0.0f};
-  if (threadIdx.x < n_parts) {
-    const float* q = p + threadIdx.x * part_floats(k);
-    text = Lse{__ldcg(q), __ldcg(q + 1)};
-    stamp = Lse{__ldcg(q + 2), __ldcg(q + 3)};
-  }
-  text = block_lse(text, lse_scratch);
-  stamp = block_lse(stamp, lse_scratch);
-  // The timestamps together likelier than any text token: text is masked.
-  const bool text_masked = spec[kTimestamps] && log_sum(stamp) > text.max;
-  const float lse = text_masked ? log_sum(stamp) : log_sum(add(text, stamp));
-  // Candidates: each part's k best of each region (text only when not masked).
-  const int per_part = 2 * k, total = n_parts * per_part;
-  float prev_value = INFINITY;
-  int prev_index = -1;
-  for (int c = 0; c < k; ++c) {
-    Best b{-INFINITY, -1};
-    for (int j = threadIdx.x; j < total; j += kThreads) {
-      const int part = j / per_part, slot = j % per_part;
-      if (text_masked && slot < k) continue;
-      const float* q = p + part * part_floats(k) + 4 + 2 * slot;
-      const float v = __ldcg(q);
-      const int index = __float_as_int(__ldcg(q + 1));
-      const bool after = v < prev_value || (v == prev_value && index > prev_index);
-      if (index >= 0 && v > -INFINITY && after) b = better(b, Best{v, index});
-    }
-    b = block_best(b, best_scratch);
-    if (threadIdx.x == 0) {
-      const bool found = b.index >= 0;
-      out[(static_cast<int64_t>(r) * k + c) * 2] = found ? b.index : spec[kEot];
-      out[(static_cast<int64_t>(r) * k + c) * 2 + 1] = __float_as_int(found ? b.value - lse : -INFINITY);
-      // Greedy one-step lag: the best token becomes the next step's input here. Every
-      // part of this row has finished reading its summary (this runs after all of them),
-      // and each row's merge writes only its own.
-      if (feed && c == 0) select_feed_back(spec, r, found ? b.index : spec[kEot], feed, rows);
-    }
-    if (b.index >= 0) prev_value = b.value, prev_index = b.index;
-    else prev_value = -INFINITY, prev_index = 0x7fffffff;  // nothing left: the rest are EOT, −∞
-  }
-}
-
 __global__ void __launch_bounds__(kThreads) select_parts(const float* __restrict__ logits, int vocab,
-                                                         int32_t* __restrict__ spec, int k,
-                                                         float* __restrict__ parts, int* __restrict__ counters,
-                                                         int32_t* __restrict__ chosen, int32_t* __restrict__ feed) {
+                                                         const int32_t* __restrict__ spec, int k,
+                                                         float* __restrict__ parts) {
   pdl_enter();
   __shared__ Best best_scratch[kThreads / 32];
   __shared__ Lse lse_scratch[kThreads / 32];
@@ -183,20 +132,6 @@ __global__ void __launch_bounds__(kThreads) select_parts(const float* __restrict
       prev_value = b.value, prev_index = b.index;
     }
   }
-  if (!counters) return;
-  // The last part of this row to finish merges it and resets the counter for the next
-  // launch (the pattern of cross-attention's chunks, decoder_attention.cu).
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    last = atomicAdd(counters + r, 1) == n_parts - 1;
-    if (last) counters[r] = 0;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  merge_row(parts, spec, k, n_parts, r, gridDim.y, chosen, feed, best_scratch, lse_scratch);
 }
 
 __global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict__ parts, int32_t* __restrict__ spec,
@@ -205,7 +140,47 @@ __global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict
   pdl_enter();
   __shared__ Best best_scratch[kThreads / 32];
   __shared__ Lse lse_scratch[kThreads / 32];
-  merge_row(parts, spec, k, n_parts, blockIdx.x, gridDim.x, out, feed, best_scratch, lse_scratch);
+  const int r = blockIdx.x;
+  const float* p = parts + static_cast<int64_t>(r) * n_parts * part_floats(k);
+  Lse text{-INFINITY, 0.0f}, stamp{-INFINITY, 0.0f};
+  if (threadIdx.x < n_parts) {
+    const float* q = p + threadIdx.x * part_floats(k);
+    text = Lse{q[0], q[1]};
+    stamp = Lse{q[2], q[3]};
+  }
+  text = block_lse(text, lse_scratch);
+  stamp = block_lse(stamp, lse_scratch);
+  // The timestamps together likelier than any text token: text is masked.
+  const bool text_masked = spec[kTimestamps] && log_sum(stamp) > text.max;
+  const float lse = text_masked ? log_sum(stamp) : log_sum(add(text, stamp));
+  // Candidates: each part's k best of each region (text only when not masked).
+  const int per_part = 2 * k, total = n_parts * per_part;
+  float prev_value = INFINITY;
+  int prev_index = -1;
+  for (int c = 0; c < k; ++c) {
+    Best b{-INFINITY, -1};
+    for (int j = threadIdx.x; j < total; j += kThreads) {
+      const int part = j / per_part, slot = j % per_part;
+      if (text_masked && slot < k) continue;
+      const float* q = p + part * part_floats(k) + 4 + 2 * slot;
+      const float v = q[0];
+      const int index = __float_as_int(q[1]);
+      const bool after = v < prev_value || (v == prev_value && index > prev_index);
+      if (index >= 0 && v > -INFINITY && after) b = better(b, Best{v, index});
+    }
+    b = block_best(b, best_scratch);
+    if (threadIdx.x == 0) {
+      const bool found = b.index >= 0;
+      out[(static_cast<int64_t>(r) * k + c) * 2] = found ? b.index : spec[kEot];
+      out[(static_cast<int64_t>(r) * k + c) * 2 + 1] = __float_as_int(found ? b.value - lse : -INFINITY);
+      // Greedy one-step lag: the best token becomes the next step's input here. Every
+      // block of select_parts has finished reading the row summaries (this kernel began
+      // after them), and each block writes only its own row.
+      if (feed && c == 0) select_feed_back(spec, r, found ? b.index : spec[kEot], feed, gridDim.x);
+    }
+    if (b.index >= 0) prev_value = b.value, prev_index = b.index;
+    else prev_value = -INFINITY, prev_index = 0x7fffffff;  // nothing left: the rest are EOT, −∞
+  }
 }
 
 }  // namespace
@@ -213,14 +188,12 @@ __global__ void __launch_bounds__(kThreads) select_merge(const float* __restrict
 int64_t select_tokens_scratch(int rows, int k) { return static_cast<int64_t>(rows) * kMaxParts * part_floats(k); }
 
 void select_tokens(const float* logits, int rows, int vocab, int32_t* spec, int k, float* scratch, int32_t* out,
-                   cudaStream_t stream, int32_t* feed, int* counters) {
+                   cudaStream_t stream, int32_t* feed) {
   if (rows <= 0) return;
   if (k < 1 || k > kMaxK) throw Error(ErrorCode::InvalidArgument, "[cuda] select_tokens keeps 1 to 16 tokens per row");
   const int parts = kMaxParts;
-  launch_kernel(select_parts, dim3(parts, static_cast<unsigned>(rows)), kThreads, 0, stream, logits, vocab, spec, k, scratch,
-                counters, out, feed);
-  if (!counters)
-    launch_kernel(select_merge, static_cast<unsigned>(rows), kThreads, 0, stream, scratch, spec, k, parts, out, feed);
+  launch_kernel(select_parts, dim3(parts, static_cast<unsigned>(rows)), kThreads, 0, stream, logits, vocab, spec, k, scratch);
+  launch_kernel(select_merge, static_cast<unsigned>(rows), kThreads, 0, stream, scratch, spec, k, parts, out, feed);
 }
 
 }  // namespace hark::cuda
