@@ -285,14 +285,11 @@ TEST_P(CudaOps, GatherSequencesForBeams) {
 }
 
 // Choosing tokens on the GPU equals the CPU reference (core/token_select.h) on a Whisper-sized
-// vocabulary, for rows in every timestamp state, greedy (k = 1) and beam (k = 6).
+// vocabulary, for rows in every timestamp state, greedy (k = 1) and beam (k = 6), with 6 rows
+// (128 parts a row) and 48 (fewer, larger parts).
 TEST_P(CudaOps, SelectTokensEqualsTheReference) {
-  const int vocab = 51866, rows = 6, ts = 50365;
+  const int vocab = 51866, ts = 50365;
   std::normal_distribution<float> noise(0.0f, 4.0f);
-  Tensor logits = Tensor::empty({rows, vocab});
-  for (int64_t i = 0; i < logits.numel(); ++i) logits.data<float>()[i] = noise(rng);
-  // Make the timestamps likelier in one row so the timestamp-versus-text rule fires.
-  for (int i = ts; i < vocab; ++i) logits.data<float>()[2 * vocab + i] += 6.0f;
   SelectionRules rules;
   rules.suppress_blank = true;
   rules.blank = {220, 50257};
@@ -302,21 +299,30 @@ TEST_P(CudaOps, SelectTokensEqualsTheReference) {
   rules.no_timestamps = 50364;
   rules.eot = 50257;
   rules.max_initial_timestamp = 50;
-  const std::vector<SampledSummary> summaries = {{0, -1, -1, -1},        {1, ts + 3, -1, ts + 3}, {2, 400, ts + 3, ts + 3},
-                                                 {3, ts + 9, 400, ts + 9}, {4, ts + 9, ts + 9, ts + 9}, {5, 17, 30, ts + 2}};
-  const std::vector<int32_t> spec = make_select_spec(rules, vocab, summaries);
-  Tensor spec_host = Tensor::empty({static_cast<int64_t>(spec.size())}, DType::I32);
-  std::copy(spec.begin(), spec.end(), spec_host.data<int32_t>());
-  for (int k : {1, 6}) {
-    Tensor want = Tensor::empty({rows, k, 2}, DType::I32), got = gpu->alloc({rows, k, 2}, DType::I32);
-    ops::select_tokens(*cpu, logits, spec_host, k, want);
-    ops::select_tokens(*gpu, gpu->to_device(logits), gpu->to_device(spec_host), k, got);
-    Tensor back = gpu->to_host(got);
-    for (int64_t i = 0; i < rows * k; ++i) {
-      EXPECT_EQ(back.data<int32_t>()[2 * i], want.data<int32_t>()[2 * i]) << "k " << k << " entry " << i;
-      EXPECT_NEAR(std::bit_cast<float>(back.data<int32_t>()[2 * i + 1]), std::bit_cast<float>(want.data<int32_t>()[2 * i + 1]),
-                  1e-3)
-          << "k " << k << " entry " << i;
+  const std::vector<SampledSummary> states = {{0, -1, -1, -1},        {1, ts + 3, -1, ts + 3}, {2, 400, ts + 3, ts + 3},
+                                              {3, ts + 9, 400, ts + 9}, {4, ts + 9, ts + 9, ts + 9}, {5, 17, 30, ts + 2}};
+  for (int rows : {6, 48}) {
+    Tensor logits = Tensor::empty({rows, vocab});
+    for (int64_t i = 0; i < logits.numel(); ++i) logits.data<float>()[i] = noise(rng);
+    // Make the timestamps likelier in some rows so the timestamp-versus-text rule fires.
+    for (int r = 2; r < rows; r += 6)
+      for (int i = ts; i < vocab; ++i) logits.data<float>()[static_cast<int64_t>(r) * vocab + i] += 6.0f;
+    std::vector<SampledSummary> summaries;
+    for (int r = 0; r < rows; ++r) summaries.push_back(states[r % states.size()]);
+    const std::vector<int32_t> spec = make_select_spec(rules, vocab, summaries);
+    Tensor spec_host = Tensor::empty({static_cast<int64_t>(spec.size())}, DType::I32);
+    std::copy(spec.begin(), spec.end(), spec_host.data<int32_t>());
+    for (int k : {1, 6}) {
+      Tensor want = Tensor::empty({rows, k, 2}, DType::I32), got = gpu->alloc({rows, k, 2}, DType::I32);
+      ops::select_tokens(*cpu, logits, spec_host, k, want);
+      ops::select_tokens(*gpu, gpu->to_device(logits), gpu->to_device(spec_host), k, got);
+      Tensor back = gpu->to_host(got);
+      for (int64_t i = 0; i < rows * k; ++i) {
+        EXPECT_EQ(back.data<int32_t>()[2 * i], want.data<int32_t>()[2 * i]) << "rows " << rows << " k " << k << " entry " << i;
+        EXPECT_NEAR(std::bit_cast<float>(back.data<int32_t>()[2 * i + 1]),
+                    std::bit_cast<float>(want.data<int32_t>()[2 * i + 1]), 1e-3)
+            << "rows " << rows << " k " << k << " entry " << i;
+      }
     }
   }
 }
