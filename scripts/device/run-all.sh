@@ -168,6 +168,17 @@ PY
     python3 scripts/device/kernel_table.py "$OUT/ncu-focus.csv" >"$OUT/ncu-focus-table.txt" 2>&1
     head -40 "$OUT/ncu-focus-table.txt" | sed 's/^/    /' | tee -a "$results"
   fi
+  if [[ -n ${FOCUS_NCU_KERNEL:-} ]]; then
+    # One kernel in detail (occupancy, memory throughput, warp stalls), e.g.
+    # FOCUS_NCU_KERNEL=cross_split FOCUS_NCU_SKIP=60 FOCUS_NCU_ARGS="--step-windows 48".
+    section "focus: Nsight Compute details of ${FOCUS_NCU_KERNEL}"
+    ncu --set full -k "regex:${FOCUS_NCU_KERNEL}" --launch-skip "${FOCUS_NCU_SKIP:-0}" --launch-count 2 --page details \
+      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 \
+      --tokens 3 --batches 1 ${FOCUS_NCU_ARGS:-} >"$OUT/ncu-details.txt" 2>"$OUT/ncu-details.err"
+    echo "- ncu details: exit $?" | tee -a "$results"
+    grep -E "^  [a-z_:<>0-9, ]+\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Warp Cycles Per Issued|Issue Slots Busy|One or More Eligible|L2 Hit Rate|Compute \(SM\) Throughput" \
+      "$OUT/ncu-details.txt" | head -60 | sed 's/^/    /' | tee -a "$results"
+  fi
   echo "done in $SECONDS s" | tee -a "$results"
   exit 0
 fi

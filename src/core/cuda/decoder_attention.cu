@@ -216,8 +216,25 @@ __global__ void __launch_bounds__(kThreads, 5) cross_split_kernel(const T* __res
   pdl_wait();
   cp_async_wait<0>();  // this thread's words; the barrier at the first query publishes all
   const int dim = tid % HD, group = tid / HD;
-  for (int qi = 0; qi < n_queries; ++qi) {
-    if (row_window[qi / n_new] != window) continue;  // uniform over the block
+  // The rows that read this window, found by all threads at once: one thread walking every
+  // row's window index was a chain of dependent loads per block (48 of them at 48 rows on
+  // 48 windows). Beyond kMaxMine rows on one window the walk stays (still correct).
+  constexpr int kMaxMine = 32;
+  __shared__ int mine[kMaxMine], n_mine;
+  const int n_rows = n_queries / n_new;
+  if (tid == 0) n_mine = 0;
+  __syncthreads();
+  for (int r = tid; r < n_rows; r += kThreads)
+    if (row_window[r] == window) {
+      const int slot = atomicAdd(&n_mine, 1);
+      if (slot < kMaxMine) mine[slot] = r;
+    }
+  __syncthreads();
+  const bool listed = n_mine <= kMaxMine;
+  const int walk = listed ? n_mine * n_new : n_queries;
+  for (int w = 0; w < walk; ++w) {
+    const int qi = listed ? mine[w / n_new] * n_new + w % n_new : w;
+    if (!listed && row_window[qi / n_new] != window) continue;  // uniform over the block
     __syncthreads();  // the chunk is loaded; qf/sc/group_out of the previous query are consumed
     if (tid < HD) qf[tid] = to_float(q[static_cast<int64_t>(qi) * d + head * HD + tid]) * rsqrtf(static_cast<float>(HD));
     __syncthreads();
