@@ -32,7 +32,7 @@
 #            *Attention*), hark_test_gpu by FOCUS_GPU_TESTS (default: the tiny fast-path
 #            rules; "-" skips), the turbo f16 bench at FOCUS_BATCHES (default 1,32) under
 #            each of FOCUS_SWITCHES ("default" = none; FOCUS_BENCH_ARGS added, e.g.
-#            "--step-windows 48"), and with FOCUS_NCU_BATCHES set, Nsight Compute's kernel
+#            "--step-windows 48"; FOCUS_CLIP the e2e clip, default jfk.wav), and with FOCUS_NCU_BATCHES set, Nsight Compute's kernel
 #            table of one bench run at those encoder batches (FOCUS_NCU_ARGS added)
 #   (full runs everything but the check and batching parts; run each in a call of its own)
 set -uo pipefail
@@ -143,7 +143,7 @@ if [[ $mode == focus ]]; then
     smi=$!
     run "bench_${variant//=/_}" 300 env "$variant" "$hark" bench --device cuda --runs 10 \
       --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches "${FOCUS_BATCHES:-1,32}" \
-      --clip tests/data/audio/jfk.wav --e2e --e2e-tokens 30 ${FOCUS_BENCH_ARGS:-} --json "$OUT/bench_${variant//=/_}.json"
+      --clip "${FOCUS_CLIP:-tests/data/audio/jfk.wav}" --e2e --e2e-tokens 30 ${FOCUS_BENCH_ARGS:-} --json "$OUT/bench_${variant//=/_}.json"
     kill "$smi" 2>/dev/null
     python3 - "$OUT/smi_${variant//=/_}.csv" <<'PY' | sed 's/^/    /' | tee -a "$results"
 import sys

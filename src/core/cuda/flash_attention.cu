@@ -7,20 +7,20 @@
 // Shared-memory rows are XOR-swizzled in 16-byte chunks so that ldmatrix reads 8 rows of
 // one column block without bank conflicts (with 32 dims, two rows share a bank set: 2-way
 // at most).
-// M = 2 is the default: 128 query rows per block, 236 registers (no spill), 2 blocks per
-// SM. M = 1 (HARK_CUDA_FLASH=narrow, a measurement switch) takes 128 registers, so 4
-// blocks of 64 rows fit an SM. With the softmax at one FMA and one EX2 per score
-// (fast_math.cuh) and the mask only on the last tile, the H200 measured (2026-12-01, one
-// call, large-v3-turbo f16): M = 1 47.5 µs per layer and window at batch 32 (Nsight
-// Compute; 64 µs before those two changes), the whole encoder 5.64 / 6.00 ms per window at
-// batch 1 / 32 with M = 1 against 5.37 / 5.87 ms with M = 2. Measured and left out
-// earlier: 4 blocks per SM by a register cap when the kernel took 161 registers (spills:
-// 64 → 71 µs per turbo layer), exps on half2 (64 → 68.5 µs).
+// M = 2 is the default: 128 query rows per block, 242 registers, two blocks per SM. M = 1
+// (HARK_CUDA_FLASH=narrow, a measurement switch, the default until 2026-12-01) takes 64
+// rows and 161 registers, three blocks per SM. Both compute each score and output alike
+// (bit for bit: the same products in the same order). On an H200 (2026-12-01, large-v3-turbo f16) the 128-row kernel
+// measured 5.26-5.42 ms per encoder window at batch 1 against 5.62 with 64 rows (one call
+// each way, docs/benchmarks.md). Measured and left out: the softmax at one FMA and one
+// ftz EX2 per score (fast, ~0.1 ms a window, but its bf16 rounding flipped the bundled
+// model's silence-15 clip from empty to a hallucination in the fast-path test — the
+// arithmetic here is the one that test was judged on), 4 blocks per SM by a register cap
+// at 161 registers (spills: 64 → 71 µs per turbo layer), exps on half2 (64 → 68.5 µs).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
-#include "core/cuda/device/fast_math.cuh"
 #include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/dispatch.cuh"
@@ -124,42 +124,37 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __
         }
       }
     }
-    // Online softmax in the log2 domain, per row tile. The running maxima are kept scaled
-    // (log2(e)/sqrt(hd) folded in), so each score costs one FMA and one EX2; keys past the
-    // end get −∞, checked only on the last, partial tile.
+    // Online softmax in the log2 domain, per row tile; keys past the end get −∞, checked
+    // only on the last, partial tile (every earlier tile is whole).
     const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
     const bool partial = key0 + kKeys > t;
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      if (partial) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (key0 + j * 8 + tig * 2 + (e & 1) >= t) s[m][j][e] = -INFINITY;
-      }
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[m][j][e]);
+        for (int e = 0; e < 4; ++e) {
+          const bool valid = !partial || key0 + j * 8 + tig * 2 + (e & 1) < t;
+          s[m][j][e] = valid ? s[m][j][e] * scale_log2 : -INFINITY;
+          mx[e >> 1] = fmaxf(mx[e >> 1], s[m][j][e]);
+        }
       }
-      float corr[2], neg_max[2];
+      float corr[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float m_new = fmaxf(m_run[m][r], mx[r] * scale_log2);
-        corr[r] = exp2_ftz(m_run[m][r] - m_new);
+        const float m_new = fmaxf(m_run[m][r], mx[r]);
+        corr[r] = exp2f(m_run[m][r] - m_new);
         m_run[m][r] = m_new;
-        neg_max[r] = -m_new;
         l_run[m][r] *= corr[r];
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[m][j][e] = exp2_ftz(fmaf(s[m][j][e], scale_log2, neg_max[e >> 1]));
+          s[m][j][e] = exp2f(s[m][j][e] - m_run[m][e >> 1]);
           l_run[m][e >> 1] += s[m][j][e];
         }
       }
@@ -230,9 +225,9 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
       launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(qkv), static_cast<T*>(out), t, d, scale_log2);
     };
     if (head_dim == 64)
-      wide ? go(flash_kernel<64, 2, 2, T>) : go(flash_kernel<64, 1, 4, T>);
+      wide ? go(flash_kernel<64, 2, 2, T>) : go(flash_kernel<64, 1, 1, T>);
     else if (head_dim == 32)
-      wide ? go(flash_kernel<32, 2, 2, T>) : go(flash_kernel<32, 1, 4, T>);
+      wide ? go(flash_kernel<32, 2, 2, T>) : go(flash_kernel<32, 1, 1, T>);
     else
       throw Error(ErrorCode::Unavailable, "[cuda] flash attention supports head dims 32 and 64");
   });
