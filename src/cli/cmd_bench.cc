@@ -303,6 +303,10 @@ void run_bench(const BenchArgs& args) {
       options.temperatures = {0.0f};
       options.beam_size = beam;
       options.sample_len = args.e2e_tokens;
+      // A fixed amount of work: random weights end a beam search after a token or two
+      // (some beam picks end-of-text at once and wins on length), so with a token count
+      // end-of-text is suppressed and every window samples exactly that many.
+      if (args.e2e_tokens > 0) options.suppress_tokens = {-1, default_rules(*model).eot};
       if (args.language != "auto") options.language = args.language;
       std::vector<double> times;
       size_t tokens = 0;
@@ -391,7 +395,8 @@ void add_bench_command(CLI::App& app) {
       CLI::Range(1, 1000));
   cmd->add_option("--tokens", args->tokens, "Decoder steps to time")->capture_default_str()->check(CLI::Range(1, 400));
   cmd->add_flag("--e2e", args->e2e, "Also time whole warm transcriptions of --clip (greedy and beam 5) and the cold start");
-  cmd->add_option("--e2e-tokens", args->e2e_tokens, "Most tokens sampled per window in --e2e (0 = the model's default)")
+  cmd->add_option("--e2e-tokens", args->e2e_tokens,
+                  "Tokens sampled per window in --e2e, end-of-text suppressed (0 = the model's default, ending where it does)")
       ->capture_default_str()
       ->check(CLI::Range(0, 224));
   cmd->add_option("--step-windows", args->step_windows,
