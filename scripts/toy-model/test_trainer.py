@@ -47,6 +47,19 @@ class Trainer(unittest.TestCase):
         self.assertGreater(float(inside.abs().mean()), 0.2)
         self.assertLess(float(before.abs().max()), 0.1)  # noise only
 
+    def test_noise_only_windows_reach_louder_noise(self):
+        torch, T = self.torch, self.T
+        store = T.ClipStore(torch.device("cpu"), capacity_samples=10)
+        import numpy as np
+        self.assertTrue(store.add((np.ones(16000) * 16000).astype(np.int16), "en", "One.", [1]))
+        plans = [{"lang": None, "kind": "silence", "placements": [], "cut": None, "audio_end": 30.0}] * 48
+        torch.manual_seed(0)
+        audio = T.gather_audio(store, plans, random.Random(3), torch.device("cpu"))
+        stds = [float(row.std()) for row in audio]
+        self.assertGreater(max(stds), T.SPEECH_NOISE_MAX)  # beyond what speech windows get
+        self.assertLess(max(stds), T.SILENCE_NOISE_MAX * 1.05)
+        self.assertTrue(any(s == 0.0 for s in stds))  # and some stay digital silence
+
     def test_lr_schedule(self):
         f = self.T.lr_factor
         self.assertAlmostEqual(f(0, 100), 0.01)
