@@ -12,6 +12,8 @@
 #        DEVICES="$DEVICE" (several, e.g. "cuda:0 cuda:all", compares one GPU with all:
 #        each device list is served in turn; set WARMUP to the concurrency so that every
 #        GPU has run before the timed part)
+# rows/step: rows advanced per step, then "/" the rows computed per step (free rows within a
+# step's span included; a recorded GPU step's span is rounded up to 16 rows).
 # Synthetic weights never say end-of-text, so every window decodes its full 224 tokens
 # (temperature 0, language given: no fallback, no detection): a decoding-heavy load.
 set -euo pipefail
@@ -84,6 +86,8 @@ l = r["latency_ms"]
 m = dict(line.split() for line in open(sys.argv[1][:-5] + ".metrics"))
 steps = float(m.get("hark_batch_steps_total", 0))
 rows = f"{float(m['hark_batch_rows_stepped_total']) / steps:.1f}" if steps else "-"
+if steps and "hark_batch_rows_computed_total" in m:  # rows advanced / rows computed per step
+    rows += f"/{float(m['hark_batch_rows_computed_total']) / steps:.0f}"
 try:  # requests each GPU served (warm-up included), from /stats
     stats = json.load(open(sys.argv[1][:-5] + ".stats"))
     spread = " ".join(f"{d['device']}={d['requests']}" for d in stats.get("devices", []))

@@ -45,6 +45,9 @@ struct BatchStats {
   int groups_waiting = 0;    // sequence groups waiting for rows
   int windows_waiting = 0;   // windows waiting for the encoder
   uint64_t steps = 0, rows_stepped = 0;  // decoder steps so far, and the rows they advanced
+  // Rows those steps computed: the advanced ones and the free rows among them (a step
+  // covers the rows up to the last active one; a recorded step, that span rounded up to 16).
+  uint64_t rows_computed = 0;
   uint64_t prefills = 0, encoder_calls = 0, windows_encoded = 0;
   // Tokens of greedy runs that the scheduler handed over and fed back itself (the GPU fast
   // path), without waking the run's thread between steps.

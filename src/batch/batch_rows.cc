@@ -219,10 +219,11 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
       active[g->first + i] = 1;
     }
   std::exception_ptr error;
+  int computed = 0;
   lock.unlock();
   try {
     for (const auto& g : stepping) apply_reorder(*g);
-    model.step_rows(*state, tokens, active);
+    computed = model.step_rows(*state, tokens, active);
     for (const auto& g : stepping)
       if (!g->select) g->logits = model.slot_logits(*state, g->first, g->rows).to_vector();
     // Groups choosing next to the logits: one selection per distinct rule set and width.
@@ -256,6 +257,7 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
   last_step_ms = std::chrono::duration<double, std::milli>(BatchClock::now() - step_start).count();
   stats.step_seconds += last_step_ms / 1000;
   ++stats.steps;
+  stats.rows_computed += static_cast<uint64_t>(computed);
   ++steps_since_resize;
   for (const auto& g : stepping) {
     stats.rows_stepped += g->rows;

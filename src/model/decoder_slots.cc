@@ -120,7 +120,7 @@ Tensor WhisperModel::decode_rows(DecoderState& state, int first, int count, std:
   return result;
 }
 
-void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active) {
+int WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
   const int rows = state.batch();
@@ -134,7 +134,7 @@ void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> token
   int span = 0;
   for (int r = 0; r < rows; ++r)
     if (active[r]) span = r + 1;
-  if (span == 0) return;
+  if (span == 0) return 0;
   const bool recorded = be.records_replays();
   if (recorded) {
     const int step = DecoderBuffers::kSlotSpanStep;
@@ -179,6 +179,7 @@ void WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> token
   }
   for (int r = 0; r < span; ++r)
     if (active[r]) state.lengths_[r] += 1;
+  return span;
 }
 
 Tensor WhisperModel::slot_logits(DecoderState& state, int first, int count) {

@@ -148,7 +148,8 @@ class WhisperModel {
   // One token for every row whose `active` flag is set (tokens[r]; the others keep their
   // sequence as it is). The logits stay on the device in the state; read them with
   // slot_logits() and select_rows().
-  void step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active);
+  // Returns the rows computed: up to the last active one, rounded as recorded steps are.
+  int step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active);
   // The last step's logits of rows [first, first + count), [count, n_vocab] on the host.
   Tensor slot_logits(DecoderState& state, int first, int count);
   // The last step's k best tokens of the listed rows after the filters of `rules`

@@ -116,6 +116,7 @@ TEST(SameAsAlone, ConcurrentMixedRequestsMatchTheOneAtATimeEngine) {
   }
   EXPECT_GT(stats.steps, 0u);
   EXPECT_GT(stats.rows_stepped, stats.steps) << "no step carried more than one row: nothing was batched";
+  EXPECT_GE(stats.rows_computed, stats.rows_stepped) << "a step computes every row it advances";
   EXPECT_EQ(stats.rows_active, 0) << "rows were not given back";
   EXPECT_LE(stats.row_capacity, 8);
 }

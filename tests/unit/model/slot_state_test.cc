@@ -124,7 +124,8 @@ TEST(SlotState, SelectRowsMatchesTheReferenceFilters) {
   model->start_rows(*slots, 1, 2, 1);
   model->decode_rows(*slots, 1, 2, std::vector<int32_t>{50258, 50259, 50359, 50258, 50259, 50359}, 3);
   std::vector<int32_t> tokens = {0, 50364, 50365, 0};
-  model->step_rows(*slots, tokens, std::vector<uint8_t>{0, 1, 1, 0});
+  // Rows 0 (free, within the span) to 2 (the last active) computed; row 3 not.
+  EXPECT_EQ(model->step_rows(*slots, tokens, std::vector<uint8_t>{0, 1, 1, 0}), 3);
   SelectionRules rules;
   rules.suppress_blank = true;
   rules.blank = {220, 50257};

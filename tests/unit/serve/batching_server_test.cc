@@ -127,6 +127,7 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   stats.batch.windows_waiting = 2;
   stats.batch.steps = 100;
   stats.batch.rows_stepped = 750;
+  stats.batch.rows_computed = 900;
   stats.batch.tokens_fed_back = 640;
   stats.batch.step_seconds = 2.5;
   stats.batch.encode_seconds = 0.5;
@@ -144,6 +145,7 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   EXPECT_EQ(metric(m, "hark_batch_sequences_waiting"), 3);
   EXPECT_EQ(metric(m, "hark_batch_windows_waiting"), 2);
   EXPECT_EQ(metric(m, "hark_batch_rows_stepped_total"), 750);
+  EXPECT_EQ(metric(m, "hark_batch_rows_computed_total"), 900);
   EXPECT_EQ(metric(m, "hark_batch_tokens_fed_back_total"), 640);
   EXPECT_EQ(metric(m, "hark_queue_depth"), 0);
   EXPECT_EQ(metric(m, "hark_jobs_running"), 0);
