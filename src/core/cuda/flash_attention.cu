@@ -9,10 +9,11 @@
 // at most).
 // M = 2 is the default: 128 query rows per block, 242 registers, two blocks per SM. M = 1
 // (HARK_CUDA_FLASH=narrow, a measurement switch, the default until 2026-12-01) takes 64
-// rows and 161 registers, three blocks per SM. Both compute each score and output alike
-// (bit for bit: the same products in the same order). On an H200 (2026-12-01, large-v3-turbo f16) the 128-row kernel
-// measured 5.26-5.42 ms per encoder window at batch 1 against 5.62 with 64 rows (one call
-// each way, docs/benchmarks.md). Measured and left out: the softmax at one FMA and one
+// rows and 161 registers, three blocks per SM. Both compute each output with the same
+// products in the same order (CudaOps.EncoderSelfAttention expects them equal bit for bit).
+// On an H200 (2026-12-01, large-v3-turbo f16) the 128-row kernel measured 5.26-5.42 ms per
+// encoder window at batch 1 against 5.62 with 64 rows (one call each way,
+// docs/benchmarks.md). Measured and left out: the softmax at one FMA and one
 // ftz EX2 per score (fast, ~0.1 ms a window, but its bf16 rounding flipped the bundled
 // model's silence-15 clip from empty to a hallucination in the fast-path test — the
 // arithmetic here is the one that test was judged on), 4 blocks per SM by a register cap
