@@ -60,6 +60,14 @@ class Trainer(unittest.TestCase):
         self.assertLess(max(stds), T.SILENCE_NOISE_MAX * 1.05)
         self.assertTrue(any(s == 0.0 for s in stds))  # and some stay digital silence
 
+    def test_lang_weights(self):
+        T = self.T
+        self.assertEqual(T.parse_lang_weights("", ["de", "en"]), [1.0, 1.0])
+        self.assertEqual(T.parse_lang_weights("en=1.5", ["de", "en", "es", "fr"]), [1.0, 1.5, 1.0, 1.0])
+        for bad in ("xx=2", "en", "en=0", "en=-1"):
+            with self.assertRaises(ValueError):
+                T.parse_lang_weights(bad, ["de", "en"])
+
     def test_lr_schedule(self):
         f = self.T.lr_factor
         self.assertAlmostEqual(f(0, 100), 0.01)

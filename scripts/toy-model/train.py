@@ -60,6 +60,8 @@ def parse_args(argv=None):
     ap.add_argument("--late-start", type=float, default=0.25,
                     help="share of windows whose first utterance starts after 1 s (layout.LATE_START_S)")
     ap.add_argument("--long-gap", type=float, default=0.1, help="share of pauses of 2-8 s (layout.LONG_GAP_S)")
+    ap.add_argument("--lang-weights", default="",
+                    help="relative share of windows per language, e.g. en=1.5 (others 1; default: equal)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default=None, help="cuda if available, else cpu")
     ap.add_argument("--dry-run", action="store_true", help="the data pipeline only, without torch (see above)")

@@ -48,6 +48,19 @@ SPEECH_NOISE_MAX = 1.2e-2  # std of the added noise, peak-0.5 speech at gains 0.
 SILENCE_NOISE_MAX = 3e-2
 
 
+def parse_lang_weights(text, langs):
+    """'en=1.5,fr=1.2' -> weights in `langs` order (unnamed languages weigh 1)."""
+    weights = {lang: 1.0 for lang in langs}
+    for item in filter(None, (text or "").split(",")):
+        lang, _, value = item.partition("=")
+        if lang not in weights or not value:
+            raise ValueError(f"--lang-weights: expected LANG=WEIGHT with LANG one of {sorted(weights)}, got {item!r}")
+        weights[lang] = float(value)
+        if weights[lang] <= 0:
+            raise ValueError(f"--lang-weights: {lang}'s weight must be positive")
+    return [weights[lang] for lang in langs]
+
+
 def gather_audio(store, plans, rng, device):
     """[B, 480000] float32 windows: clips placed per plan, random gains, mild noise."""
     B = len(plans)
@@ -276,6 +289,8 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
     melspec = LogMel(device)
     rng = random.Random(f"{args.seed}-{first_step}")
     langs = sorted({m["lang"] for m in meta})
+    # English is the language furthest from its target: a run may show it more windows.
+    lang_weights = parse_lang_weights(getattr(args, "lang_weights", ""), langs)
     more, used_lines = True, {}
     while more and min(len(store.table.by_lang.get(l, [])) for l in langs) < min(MIN_CLIPS_PER_LANG, len(meta) // 4):
         more = _drain(stream, store, meta, tok, True, used_lines)
@@ -288,7 +303,7 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
         if more:
             more = _drain(stream, store, meta, tok, False, used_lines)
         # Fewer single-utterance windows than run 3 (22 %): open vocabulary needs text per window.
-        plans = [layout.plan_window(rng, store.table, rng.choice(langs), layout.draw_kind(rng, 0.08, 0.12),
+        plans = [layout.plan_window(rng, store.table, rng.choices(langs, lang_weights)[0], layout.draw_kind(rng, 0.08, 0.12),
                                     late_start=args.late_start, long_gap=args.long_gap)
                  for _ in range(args.batch)]
         with torch.no_grad():
