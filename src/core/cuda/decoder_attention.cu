@@ -139,10 +139,11 @@ __global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ 
 // The chunks of one (query, head) merged by the whole block: out = Σ acc_s·e^(m_s − m) /
 // Σ l_s·e^(m_s − m). The partials come from other blocks, through L2; every load is issued
 // before the first is used (each chunk's max and sum by a thread of its own into `stage`,
-// each dimension's outputs as a fixed, predicated count), so the merge costs about two L2
-// round trips instead of one per chunk and pass (two dependent loops of 12 loads each took
-// ~7 µs, most of the kernel's 9.8 µs per turbo layer at one row on an H200). The sums are
-// the loop's, in its order. `stage` holds 2 · splits floats of shared memory.
+// each dimension's outputs as a fixed, predicated count) rather than in two dependent loops
+// of one load per chunk. The sums are the loops', in their order. `stage` holds 2 · splits
+// floats of shared memory. (On an H200 this did not change the one-row step, 0.238 ms either
+// way; together with the two changes in cross_split_kernel it took the kernel at 48 rows on
+// 48 windows from 272 to 152 µs per turbo layer, Nsight Compute, 2026-12-01.)
 template <int HD, class T>
 __device__ void combine_chunks(const float* p, int splits, T* out, float* stage) {
   constexpr int kPartial = partial_size<HD>();
@@ -200,9 +201,9 @@ __global__ void __launch_bounds__(kThreads, 5) cross_split_kernel(const T* __res
   // q: the windows' K/V are written by the encoder, whose last writes (a cuBLASLt product,
   // or a copy) end before any later kernel may start, so no kernel of the step touches them.
   // All of a thread's copies are in flight at once (cp.async, a fixed count: rows past the
-  // window's end are skipped, not read); loads through registers, two at a time, had the
-  // kernel at 0.8-1.4 TB/s on an H200 (Nsight Compute: 9.8 µs per turbo layer at one row,
-  // 272 µs at 48 rows on 48 windows).
+  // window's end are skipped, not read). With loads through registers, two at a time, the
+  // kernel ran at 0.8-1.4 TB/s on an H200 (Nsight Compute: 9.8 µs per turbo layer at one
+  // row, 272 µs at 48 rows on 48 windows); the one-row figure did not move with this.
   pdl_launch_next();
 #pragma unroll
   for (int i = 0; i < kChunk * kWords / kThreads; ++i) {
