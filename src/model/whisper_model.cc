@@ -47,8 +47,9 @@ Tensor WhisperModel::encoder_stem(const Tensor& mel, int n_ctx) {
 // The windows of a batch as the convolutions read them: [batch · 2·n_ctx, n_mels],
 // time-major, in the compute dtype, on the device. One upload for the whole batch and the
 // transposes on the device: one window at a time through encoder_stem, each window's
-// host-side transpose and upload waited for the one before (on an H200 the GPU stood idle
-// about a tenth of a batch-32 encoder pass).
+// host-side transpose and upload waited for the one before, the GPU idle meanwhile (on an
+// H200, with the allocator keeping its memory, batch-32 windows went from 6.17 to 5.88 ms
+// each, 2026-12-01).
 Tensor WhisperModel::batch_frames(std::span<const Tensor> mels, int n_ctx) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
