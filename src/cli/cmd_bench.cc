@@ -79,12 +79,14 @@ std::vector<int> parse_batches(const std::string& text) {
   return out;
 }
 
-// Median ms per step of rows on the windows given for them (one window for all rows:
-// beams): a 4-token prompt first, then `step` (one token per row) args.tokens times; the
-// median over runs / 2 states.
+// The window each row reads: one for all rows (beams), or one per row (the batching
+// server's rows, `--step-windows`).
+using Windows = std::vector<std::shared_ptr<const AudioContext>>;
+
+// Median ms per step of rows on the windows given for them: a 4-token prompt first, then
+// `step` (one token per row) args.tokens times; the median over runs / 2 states.
 template <class Step>
-double rows_step_ms(WhisperModel& model, const std::vector<std::shared_ptr<const AudioContext>>& audio_per_row,
-                    const BenchArgs& args, Step&& step) {
+double step_ms(WhisperModel& model, const Windows& audio_per_row, const BenchArgs& args, Step&& step) {
   const int rows = static_cast<int>(audio_per_row.size());
   const bool shared = std::all_of(audio_per_row.begin(), audio_per_row.end(),
                                   [&](const auto& a) { return a == audio_per_row.front(); });
@@ -102,15 +104,8 @@ double rows_step_ms(WhisperModel& model, const std::vector<std::shared_ptr<const
   return median(medians);
 }
 
-// The same for `rows` rows on one window.
-template <class Step>
-double step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args,
-               Step&& step) {
-  return rows_step_ms(model, std::vector<std::shared_ptr<const AudioContext>>(rows, audio), args, step);
-}
-
-double decoder_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
-  return step_ms(model, audio, rows, args,
+double decoder_step_ms(WhisperModel& model, const Windows& audio_per_row, const BenchArgs& args) {
+  return step_ms(model, audio_per_row, args,
                  [&](DecoderState& state, std::span<const int32_t> tokens) { model.decode(state, tokens, 1); });
 }
 
@@ -134,10 +129,10 @@ SelectionRules default_rules(const WhisperModel& model) {
 
 // The same steps when the token is chosen next to the logits (decode_select: the GPU fast
 // path's greedy step, with the default filters and timestamp rules).
-double select_step_ms(WhisperModel& model, std::shared_ptr<const AudioContext> audio, int rows, const BenchArgs& args) {
+double select_step_ms(WhisperModel& model, const Windows& audio_per_row, const BenchArgs& args) {
   const SelectionRules rules = default_rules(model);
-  const std::vector<SampledSummary> summaries(rows, SampledSummary{3, 400, 401, rules.timestamp_begin});
-  return step_ms(model, audio, rows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
+  const std::vector<SampledSummary> summaries(audio_per_row.size(), SampledSummary{3, 400, 401, rules.timestamp_begin});
+  return step_ms(model, audio_per_row, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
     model.decode_select(state, tokens, rules, summaries, 1);
   });
 }
@@ -251,12 +246,12 @@ void run_bench(const BenchArgs& args) {
     std::printf("encoder      %8.2f ms / 30 s window at batch %d (median of %d)\n", per_window, b, args.runs);
   }
   for (int rows : {1, 5}) {
-    const double step = decoder_step_ms(*model, audio, rows, args);
+    const double step = decoder_step_ms(*model, Windows(rows, audio), args);
     out["decoder_ms_per_step"][std::to_string(rows)] = step;
     std::printf("decoder      %8.3f ms / step at batch %d (median; logits to the host)\n", step, rows);
     if (cpu && rows == 1) print_memory_floor(*ckpt, *backend, step, out);
     if (model->selects_on_device()) {
-      const double select = select_step_ms(*model, audio, rows, args);
+      const double select = select_step_ms(*model, Windows(rows, audio), args);
       out["decoder_select_ms_per_step"][std::to_string(rows)] = select;
       std::printf("decoder      %8.3f ms / step at batch %d (median; token chosen on the device)\n", select, rows);
       if (rows == 1) {
@@ -270,21 +265,15 @@ void run_bench(const BenchArgs& args) {
     // Rows on windows of their own, as the batching server steps them: each row's
     // cross-attention reads its own window's K/V.
     const std::vector<Tensor> mels(args.step_windows, mel);
-    const std::vector<std::shared_ptr<const AudioContext>> windows = model->prepare_audio_batch(mels);
+    const Windows windows = model->prepare_audio_batch(mels);
     backend->synchronize();
     const std::string n = std::to_string(args.step_windows);
-    const double step = rows_step_ms(*model, windows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
-      model->decode(state, tokens, 1);
-    });
+    const double step = decoder_step_ms(*model, windows, args);
     out["decoder_ms_per_step_own_windows"][n] = step;
     std::printf("decoder      %8.3f ms / step of %s rows on %s windows (median; logits to the host)\n", step, n.c_str(),
                 n.c_str());
     if (model->selects_on_device()) {
-      const SelectionRules rules = default_rules(*model);
-      const std::vector<SampledSummary> summaries(windows.size(), SampledSummary{3, 400, 401, rules.timestamp_begin});
-      const double select = rows_step_ms(*model, windows, args, [&](DecoderState& state, std::span<const int32_t> tokens) {
-        model->decode_select(state, tokens, rules, summaries, 1);
-      });
+      const double select = select_step_ms(*model, windows, args);
       out["decoder_select_ms_per_step_own_windows"][n] = select;
       std::printf("decoder      %8.3f ms / step of %s rows on %s windows (median; token chosen on the device)\n", select,
                   n.c_str(), n.c_str());

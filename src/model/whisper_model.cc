@@ -29,27 +29,13 @@ WhisperModel::WhisperModel(std::shared_ptr<const Checkpoint> checkpoint, std::sh
 
 // ~WhisperModel is in encoder_replay.cc (it forgets the recorded encoder steps).
 
-// Convolutions, GELU and positions of one window: mel [n_mels, ≥ 2·n_ctx] → [n_ctx, d].
-Tensor WhisperModel::encoder_stem(const Tensor& mel, int n_ctx) {
-  const HParams& hp = hparams();
-  Backend& be = *backend_;
-  // The convolutions run time-major ([frames, channels]) so that each is one product whose
-  // output is already the encoder's [T, d] layout.
-  Tensor frames = Tensor::empty({2LL * n_ctx, hp.n_mels});
-  const int64_t stride = mel.dim(1);
-  for (int m = 0; m < hp.n_mels; ++m)
-    for (int64_t t = 0; t < 2LL * n_ctx; ++t) frames.data<float>()[t * hp.n_mels + m] = mel.data<float>()[m * stride + t];
-  Tensor input = be.alloc(frames.shape(), be.act_dtype());
-  be.copy(frames, input);
-  return encoder_convolutions(input, n_ctx);
-}
-
-// The windows of a batch as the convolutions read them: [batch · 2·n_ctx, n_mels],
-// time-major, in the compute dtype, on the device. One upload for the whole batch and the
-// transposes on the device: one window at a time through encoder_stem, each window's
-// host-side transpose and upload waited for the one before, the GPU idle meanwhile (on an
-// H200, with the allocator keeping its memory, batch-32 windows went from 6.17 to 5.88 ms
-// each, 2026-12-01).
+// The windows as the convolutions read them: [batch · 2·n_ctx, n_mels], time-major, in
+// the compute dtype, on the device. One upload for all the windows and the transposes on
+// the device (the convolutions run time-major so that each is one product whose output is
+// already the encoder's [T, d] layout). Until 2026-12-01 each window was transposed on the
+// host and uploaded with a synchronisation of its own, the GPU idle meanwhile; the gain of
+// this alone was not measured apart (the same GPU call changed the CUDA allocator's release
+// threshold, cuda_backend.cc).
 Tensor WhisperModel::batch_frames(std::span<const Tensor> mels, int n_ctx) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
@@ -106,13 +92,13 @@ Tensor WhisperModel::encode_batch(std::span<const Tensor> mels, int audio_ctx) {
   Backend& be = *backend_;
   const int n_ctx = checked_audio_ctx(mels, audio_ctx);
   const int batch = static_cast<int>(mels.size());
+  const Tensor frames = batch_frames(mels, n_ctx);
+  const int64_t n_frames = 2LL * n_ctx;
   Tensor x;
   if (batch == 1) {
-    x = encoder_stem(mels[0], n_ctx);
+    x = encoder_convolutions(frames, n_ctx);
   } else {
     x = be.alloc({static_cast<int64_t>(batch) * n_ctx, hp.n_audio_state}, be.act_dtype());
-    const Tensor frames = batch_frames(mels, n_ctx);
-    const int64_t n_frames = 2LL * n_ctx;
     for (int b = 0; b < batch; ++b) {
       Tensor dst = x.rows(static_cast<int64_t>(b) * n_ctx, static_cast<int64_t>(b + 1) * n_ctx);
       be.copy(encoder_convolutions(frames.rows(b * n_frames, (b + 1) * n_frames), n_ctx), dst);

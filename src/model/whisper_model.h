@@ -161,7 +161,6 @@ class WhisperModel {
   void reorder_rows(DecoderState& state, int first, std::span<const int> source);
 
  private:
-  Tensor encoder_stem(const Tensor& mel, int n_ctx);
   Tensor batch_frames(std::span<const Tensor> mels, int n_ctx);
   Tensor encoder_convolutions(const Tensor& frames, int n_ctx);
   // The n_ctx the windows encode to, after checking their shapes.

@@ -11,10 +11,11 @@
 // (HARK_CUDA_FLASH=narrow, a measurement switch, the default until 2026-12-01) takes 64
 // rows and 161 registers, three blocks per SM. Both compute each output with the same
 // products in the same order (CudaOps.EncoderSelfAttention expects them equal bit for bit).
-// On an H200 (2026-12-01, large-v3-turbo f16) the 128-row kernel measured 5.26-5.42 ms per
-// encoder window at batch 1 against 5.62 with 64 rows (one call each way,
-// docs/benchmarks.md). Measured and left out: the softmax at one FMA and one
-// ftz EX2 per score (fast, ~0.1 ms a window, but its bf16 rounding flipped the bundled
+// On an H200 (2026-12-01, large-v3-turbo f16, both with the softmax below since reverted)
+// the 128-row kernel measured 5.26-5.42 ms per encoder window at batch 1 against 5.62 with
+// 64 rows (one call, docs/benchmarks.md). Measured and left out: the softmax at one FMA and one
+// ftz EX2 per score (5.64 ms a window at batch 1 with 64 rows, where the call before had
+// 5.70-5.75 without it: not an A/B in one call; and its bf16 rounding flipped the bundled
 // model's silence-15 clip from empty to a hallucination in the fast-path test — the
 // arithmetic here is the one that test was judged on), 4 blocks per SM by a register cap
 // at 161 registers (spills: 64 → 71 µs per turbo layer), exps on half2 (64 → 68.5 µs).
