@@ -8,6 +8,9 @@
 #        CLIP_SECONDS="5 8 11 14 17 20 24 30" EXTRA_SERVE="" (e.g. "--compute-type f16")
 #        SOURCE_CLIP=tests/data/audio/jfk.wav (the 16 kHz PCM16 WAV the clips are cut from)
 #        OUT=/tmp/hark-bench-batching WARMUP=2
+#        EXTRA_FIELDS="" (more request fields, e.g. "sample_len=100 without_timestamps=true":
+#        real-length decoding of one window a clip, where random weights otherwise decode
+#        224 tokens a window and seek to random timestamps)
 #        SERVERS="1 0" (the --max-batch values compared; 0 = batching)
 #        DEVICES="$DEVICE" (several, e.g. "cuda:0 cuda:all", compares one GPU with all:
 #        each device list is served in turn; set WARMUP to the concurrency so that every
@@ -31,6 +34,8 @@ out=${OUT:-/tmp/hark-bench-batching}
 models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(synthetic:tiny synthetic:base)
 mkdir -p "$out/clips"
+extra_fields=()
+for f in ${EXTRA_FIELDS:-}; do extra_fields+=(--field "$f"); done
 
 # Clips of CLIP_SECONDS (default 5 to 30 s) cut from SOURCE_CLIP repeated (16 kHz mono
 # PCM16; Python's wave module, as the GPU machine has no FFmpeg).
@@ -74,7 +79,7 @@ for model in "${models[@]}"; do
         json=$out/${model//[:\/]/_}-${device//:/_}-$name-$round.json
         "$hark" bench --server "http://127.0.0.1:$port" --clips "$out/clips" --concurrency "$concurrency" \
           --requests "$requests" --warmup "$warmup" --field language=en --field temperature=0 \
-          --field response_format=json --json "$json" >/dev/null
+          --field response_format=json "${extra_fields[@]}" --json "$json" >/dev/null
         get "http://127.0.0.1:$port/metrics" | grep -E '^hark_(batch|encoder)_[a-z_]+_total ' >"${json%.json}.metrics" || true
         get "http://127.0.0.1:$port/stats" >"${json%.json}.stats" || true
         kill -TERM "$pid"
@@ -99,9 +104,12 @@ split = "/".join(f"{float(m.get(k, 0)):.1f}" for k in ("hark_batch_step_seconds_
 # Per step, and greedy tokens the scheduler fed back itself (the GPU fast path's greedy runs).
 per_step = f"{1000 * float(m.get('hark_batch_step_seconds_total', 0)) / steps:.2f}ms" if steps else ""
 fed = f"fed={int(float(m.get('hark_batch_tokens_fed_back_total', 0)))}" if steps else ""
+# Windows per encoder call (the encoder's batch).
+calls = float(m.get("hark_encoder_calls_total", 0))
+enc = f"enc={float(m.get('hark_encoder_windows_total', 0)) / calls:.1f}/call" if steps and calls else ""
 print(f"{sys.argv[2]:<24} {sys.argv[5]:<10} {sys.argv[3]:<9.9} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} "
       f"{l['p95']:8.0f} {l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}  {split if steps else ''} "
-      f"{per_step} {fed} {spread}")
+      f"{per_step} {fed} {enc} {spread}")
 PY
       done
     done

@@ -239,6 +239,9 @@ void add_transcribe_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--clip-timestamps", a->clip_timestamps, "start,end,start,end,... seconds to transcribe");
   cmd->add_flag("--without-timestamps", o.without_timestamps, "Text only (<|notimestamps|>)");
+  cmd->add_option("--sample-len", o.sample_len, "Most tokens decoded per window (0 = 224, Whisper's default)")
+      ->check(CLI::Range(0, 224))
+      ->capture_default_str();
   cmd->add_option("--max-initial-timestamp", o.max_initial_timestamp, "Latest first timestamp, seconds")
       ->capture_default_str();
   cmd->add_option("--suppress-tokens", a->suppress_tokens, "Comma-separated token ids; -1 = the non-speech set")

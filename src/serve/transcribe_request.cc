@@ -179,6 +179,9 @@ const std::map<std::string, Applier, std::less<>>& field_table() {
        [](auto& r, const json& v, auto&) { r.options.vad_min_speech_ms = as_int(v, "vad_min_speech_ms", 0, 60000); }},
       {"faithful", [](auto& r, const json& v, auto&) { r.options.faithful = as_bool(v, "faithful"); }},
       {"audio_ctx", [](auto& r, const json& v, auto&) { r.options.audio_ctx = as_int(v, "audio_ctx", 1, 1500); }},
+      // Tokens decoded per window at most (Whisper's sample_len; 224 = n_text_ctx / 2, the
+      // default, leaves the other half of the context to the prompt).
+      {"sample_len", [](auto& r, const json& v, auto&) { r.options.sample_len = as_int(v, "sample_len", 1, 224); }},
       {"seed", [](auto& r, const json& v, auto&) { r.options.seed = static_cast<uint64_t>(as_int(v, "seed", 0, 2147483647)); }},
   };
   return table;

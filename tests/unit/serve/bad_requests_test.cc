@@ -131,6 +131,7 @@ TEST_F(BadRequests, Catalogue) {
       {"invalid utf-8 prompt (json)", "POST", T, "application/json", "{\"file\":\"" + b64 + "\",\"prompt\":\"caf\xe9\"}", 400, "not valid JSON"},
       {"vad threshold out of range", "POST", T, kMultipart, multipart({{"file", wav}, {"vad_threshold", "2"}}), 400, "'vad_threshold'"},
       {"audio_ctx zero", "POST", T, "application/json", json{{"file", b64}, {"audio_ctx", 0}}.dump(), 400, "'audio_ctx' must be between 1 and 1500"},
+      {"sample_len too long", "POST", T, kMultipart, multipart({{"file", wav}, {"sample_len", "500"}}), 400, "'sample_len' must be between 1 and 224"},
       {"language too long", "POST", T, kMultipart, multipart({{"file", wav}, {"language", std::string(40, 'x')}}), 400, "'language' is too long"},
       {"deeply nested json", "POST", T, "application/json", "{\"a\":" + std::string(5000, '[') + std::string(5000, ']') + "}", 400, "nested deeper"},
       {"huge json", "POST", T, "application/json", "{\"file\":\"" + std::string(2 << 20, 'A') + "\"}", 413, "larger than the 1 MB limit"},

@@ -95,7 +95,7 @@ TEST(JsonRequest, ReadsEveryField) {
   auto r = parse_json_request(R"({"file":"UklGRg==","model":"whisper-1","language":"de","prompt":"Hallo",
       "response_format":"verbose_json","temperature":0,"stream":false,"timestamp_granularities":["segment","word"],
       "beam_size":5,"vocabulary":["Sotto","SwiftUI"],"condition_on_previous_text":false,"no_speech_threshold":0.3,
-      "without_timestamps":true,"vad":true,"vad_threshold":0.4,"vad_min_speech_ms":100,"faithful":true,"audio_ctx":768})",
+      "without_timestamps":true,"vad":true,"vad_threshold":0.4,"vad_min_speech_ms":100,"faithful":true,"audio_ctx":768,"sample_len":100})",
                               Task::Translate);
   EXPECT_EQ(r.audio, "RIFF");
   EXPECT_EQ(r.model, "whisper-1");
@@ -116,6 +116,7 @@ TEST(JsonRequest, ReadsEveryField) {
   EXPECT_EQ(r.options.vad_min_speech_ms, 100);
   EXPECT_TRUE(r.options.faithful);
   EXPECT_EQ(r.options.audio_ctx, 768);
+  EXPECT_EQ(r.options.sample_len, 100);
 }
 
 TEST(JsonRequest, AudioAliasesAndDataUrls) {
@@ -144,6 +145,8 @@ TEST(JsonRequest, BadFieldsNameTheField) {
       {R"({"file":"UklGRg==","timestamp_granularities":["char"]})", "accepts 'segment' and 'word'"},
       {R"({"file":"UklGRg==","vad_threshold":1.5})", "'vad_threshold' must be between 0 and 1"},
       {R"({"file":"UklGRg==","audio_ctx":5000})", "'audio_ctx' must be between 1 and 1500"},
+      {R"({"file":"UklGRg==","sample_len":0})", "'sample_len' must be between 1 and 224"},
+      {R"({"file":"UklGRg==","sample_len":225})", "'sample_len' must be between 1 and 224"},
       {R"({"file":"UklGRg==","language":42})", "'language' must be a string"},
       {R"({"file":"not base64!"})", "not valid base64"},
       {R"({"file":"data:audio/wav,UklGRg=="})", "base64 data: URL"},
