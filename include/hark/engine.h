@@ -48,7 +48,10 @@ struct BatchStats {
   // Rows those steps computed: the advanced ones and the free rows among them (a step
   // covers the rows up to the last active one; a recorded step, that span rounded up to 16).
   uint64_t rows_computed = 0;
-  uint64_t prefills = 0, encoder_calls = 0, windows_encoded = 0;
+  // Prompts prefilled, and the decoder passes that ran them (on a GPU, the waiting prompts
+  // of the same length on neighbouring rows share one pass).
+  uint64_t prefills = 0, prefill_calls = 0;
+  uint64_t encoder_calls = 0, windows_encoded = 0;
   // Tokens of greedy runs that the scheduler handed over and fed back itself (the GPU fast
   // path), without waking the run's thread between steps.
   uint64_t tokens_fed_back = 0;

@@ -19,6 +19,13 @@ namespace hark {
 
 using BatchClock = std::chrono::steady_clock;
 
+// Prompt tokens (rows × tokens) prefilled between two steps, and the most one merged
+// prefill pass takes: a long prompt runs alone.
+constexpr int kPrefillRowTokens = 256;
+// The CPU backend's products give each row the same bits whatever the other rows up to
+// this many (kRowExactMaxRows in core/cpu/gemv_half.h); merged prefills stay within it.
+constexpr int kCpuExactRows = 32;
+
 // The rows of one DecodingTask (greedy: 1, best-of or beams: n) between its begin() and
 // its end, and the one call its thread is waiting on.
 struct SequenceGroup {

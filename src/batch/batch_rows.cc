@@ -3,6 +3,7 @@
 // drops), prefills on a group's own rows, and the batched single-token step.
 #include <algorithm>
 #include <bit>
+#include <deque>
 
 #include "batch/batch_internal.h"
 
@@ -142,7 +143,13 @@ void BatchScheduler::Impl::apply_reorder(SequenceGroup& g) {
   model.reorder_rows(*state, g.first, source);
 }
 
-// One waiting prompt: n tokens on the group's own rows, between two steps of the batch.
+// The oldest waiting prompt, n tokens on the group's own rows, between two steps of the
+// batch, together with the waiting prompts of the same length on the rows next to it
+// (groups admitted together sit side by side): one decoder pass for all of them, where each
+// pass of a few rows costs about as much as a step. Rows are computed independently, so each
+// group gets the logits it would get alone — bit for bit on the CPU, whose products are
+// row-exact up to 32 rows (the merged pass stays within them there), and on a GPU up to the
+// products' rounding at another row count (the fast path's rule).
 int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
   std::shared_ptr<SequenceGroup> g;
   uint64_t oldest = 0;
@@ -153,22 +160,68 @@ int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
       oldest = candidate->ticket;
     }
   if (!g) return 0;
+  std::deque<std::shared_ptr<SequenceGroup>> run{g};
+  const int limit = model.backend().device() == Device::Cpu ? kCpuExactRows : kPrefillRowTokens;
+  if (g->rows * g->n_new < limit) {
+    auto joins = [&](const SequenceGroup& c) {
+      return c.first >= 0 && pending(c, SequenceGroup::Call::Prefill) && c.n_new == g->n_new &&
+             c.also_position == g->also_position;
+    };
+    int row_tokens = g->rows * g->n_new;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& c : groups) {
+        if (!joins(*c) || row_tokens + c->rows * c->n_new > limit) continue;
+        if (c->first + c->rows == run.front()->first) {  // ends just before the run
+          run.push_front(c);
+        } else if (c->first == run.back()->first + run.back()->rows) {  // starts just after it
+          run.push_back(c);
+        } else {
+          continue;
+        }
+        row_tokens += c->rows * c->n_new;
+        grew = true;
+      }
+    }
+  }
+  const int first = run.front()->first, n_new = g->n_new, also = g->also_position;
+  int count = 0;
+  std::vector<int32_t> tokens;
+  for (const auto& m : run) {
+    count += m->rows;
+    tokens.insert(tokens.end(), m->tokens.begin(), m->tokens.end());
+  }
   std::exception_ptr error;
   Tensor logits;
   const auto start = BatchClock::now();
   lock.unlock();
   try {
-    apply_reorder(*g);
-    logits = model.decode_rows(*state, g->first, g->rows, g->tokens, g->n_new, g->also_position);
+    for (const auto& m : run) apply_reorder(*m);
+    logits = model.decode_rows(*state, first, count, tokens, n_new, also);
   } catch (...) {
     error = std::current_exception();
   }
   lock.lock();
   stats.prefill_seconds += std::chrono::duration<double>(BatchClock::now() - start).count();
-  ++stats.prefills;
-  if (!error) g->logits = logits.to_vector();
-  finish_call(*g, error);
-  return std::max(1, g->rows * g->n_new);
+  ++stats.prefill_calls;
+  // decode_rows answers [count, vocab], or with a second position [2·count, vocab], that
+  // position's rows first: each group takes its rows of each half.
+  const int64_t vocab = error ? 0 : logits.dim(1);
+  int offset = 0;
+  for (const auto& m : run) {
+    ++stats.prefills;
+    if (!error) {
+      const float* all = logits.data<float>();
+      m->logits.clear();
+      for (int half = 0; half < (also >= 0 ? 2 : 1); ++half) {
+        const float* from = all + (static_cast<int64_t>(half) * count + offset) * vocab;
+        m->logits.insert(m->logits.end(), from, from + m->rows * vocab);
+      }
+    }
+    offset += m->rows;
+    finish_call(*m, error);
+  }
+  return std::max(1, count * n_new);
 }
 
 // The batched step. Waits up to gather_ms for every admitted group to hand in its next

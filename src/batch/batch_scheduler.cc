@@ -8,8 +8,6 @@ namespace {
 
 // How often a waiting scheduler looks at the runs' cancel flags (nobody signals them).
 constexpr auto kCancelPoll = std::chrono::milliseconds(20);
-// Prompt tokens (rows × tokens) prefilled between two steps: a long prompt runs alone.
-constexpr int kPrefillTokensPerTurn = 256;
 
 std::exception_ptr unavailable() {
   return std::make_exception_ptr(
@@ -113,7 +111,7 @@ void BatchScheduler::Impl::loop() {
     run_exclusive(lock);
     admit(lock);
     // Prompts of newly admitted groups, up to a budget of tokens between two steps.
-    for (int tokens = 0; tokens < kPrefillTokensPerTurn && !stopping;) {
+    for (int tokens = 0; tokens < kPrefillRowTokens && !stopping;) {
       const int done = run_prefill(lock);
       if (done == 0) break;
       tokens += done;

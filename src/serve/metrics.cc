@@ -37,7 +37,8 @@ void render_batch(std::string& out, const BatchStats& b, Header& header) {
   counter("hark_batch_rows_stepped_total", "Rows advanced by those steps (over steps: the mean batch).", b.rows_stepped);
   counter("hark_batch_rows_computed_total", "Rows those steps computed, free rows within their span included.",
           b.rows_computed);
-  counter("hark_batch_prefills_total", "Prompt prefills run between steps.", b.prefills);
+  counter("hark_batch_prefills_total", "Prompts prefilled between steps.", b.prefills);
+  counter("hark_batch_prefill_calls_total", "Decoder passes that prefilled them (merged on a GPU).", b.prefill_calls);
   counter("hark_batch_tokens_fed_back_total", "Greedy tokens the scheduler fed back itself (GPU fast path).",
           b.tokens_fed_back);
   counter("hark_encoder_calls_total", "Encoder calls.", b.encoder_calls);

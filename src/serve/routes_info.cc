@@ -11,8 +11,8 @@ namespace {
 nlohmann::json batch_json(const BatchStats& b) {
   return {{"max_rows", b.max_rows},           {"rows", b.rows_active},         {"row_capacity", b.row_capacity},
           {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"steps", b.steps},
-          {"rows_stepped", b.rows_stepped},   {"rows_computed", b.rows_computed}, {"prefills", b.prefills},        {"encoder_calls", b.encoder_calls},
-          {"windows_encoded", b.windows_encoded}, {"tokens_fed_back", b.tokens_fed_back},
+          {"rows_stepped", b.rows_stepped},   {"rows_computed", b.rows_computed}, {"prefills", b.prefills},
+          {"prefill_calls", b.prefill_calls}, {"encoder_calls", b.encoder_calls}, {"windows_encoded", b.windows_encoded}, {"tokens_fed_back", b.tokens_fed_back},
           {"encoder_lane", b.encoder_lane},
           {"seconds", {{"step", b.step_seconds}, {"gather", b.gather_seconds}, {"prefill", b.prefill_seconds},
                        {"encode", b.encode_seconds}}}};
@@ -40,6 +40,7 @@ BatchStats Server::Impl::batch_stats() const {
     sum.row_capacity += b.row_capacity, sum.rows_active += b.rows_active;
     sum.groups_waiting += b.groups_waiting, sum.windows_waiting += b.windows_waiting;
     sum.steps += b.steps, sum.rows_stepped += b.rows_stepped, sum.prefills += b.prefills;
+    sum.prefill_calls += b.prefill_calls;
     sum.rows_computed += b.rows_computed;
     sum.encoder_calls += b.encoder_calls, sum.windows_encoded += b.windows_encoded;
     sum.tokens_fed_back += b.tokens_fed_back;

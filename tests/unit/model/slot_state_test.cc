@@ -98,6 +98,44 @@ TEST(SlotState, RowsEqualTheirOwnStatesThroughPrefillStepsReorderAndResize) {
   }
 }
 
+// The scheduler prefills the waiting prompts of neighbouring groups in one pass: groups on
+// different windows, with the no-speech position's logits too ([2·count, vocab], that
+// position's rows first). Each group gets exactly the rows of its own prefill.
+TEST(SlotState, OnePrefillOverNeighbouringGroupsEqualsEachGroupAlone) {
+  auto model = narrow_model();
+  auto a = window(*model, 0.4f), b = window(*model, 1.7f), c = window(*model, 2.9f);
+  struct Part {
+    int first, rows;
+    std::shared_ptr<const AudioContext> audio;
+    std::vector<int32_t> prompt;
+  };
+  const std::vector<Part> parts = {{0, 1, a, {50258, 50259, 50359}}, {1, 2, b, {50258, 50260, 50359}},
+                                   {3, 1, c, {50258, 50261, 50363}}};
+  auto slots = model->new_slot_state(4, 4, a->frames());
+  std::vector<int32_t> tokens;
+  for (const Part& p : parts) {
+    model->load_window(*slots, p.first, *p.audio);
+    model->start_rows(*slots, p.first, p.rows, p.first);
+    for (int r = 0; r < p.rows; ++r) tokens.insert(tokens.end(), p.prompt.begin(), p.prompt.end());
+  }
+  const int n = 3, count = 4, also = 0;
+  Tensor got = model->decode_rows(*slots, 0, count, tokens, n, also);
+  ASSERT_EQ(got.dim(0), 2 * count);
+  for (const Part& p : parts) {
+    auto alone = model->new_slot_state(p.rows, 1, a->frames());
+    model->load_window(*alone, 0, *p.audio);
+    model->start_rows(*alone, 0, p.rows, 0);
+    std::vector<int32_t> own;
+    for (int r = 0; r < p.rows; ++r) own.insert(own.end(), p.prompt.begin(), p.prompt.end());
+    Tensor want = model->decode_rows(*alone, 0, p.rows, own, n, also);
+    for (int r = 0; r < p.rows; ++r) {
+      expect_same_rows(got, p.first + r, want, r, "merged prefill, second position");
+      expect_same_rows(got, count + p.first + r, want, p.rows + r, "merged prefill, last position");
+    }
+    EXPECT_EQ(slots->length(p.first), n);
+  }
+}
+
 TEST(SlotState, FreedRowsAndWindowsAreReusedByNewGroups) {
   auto model = narrow_model();
   auto a = window(*model, 0.3f), b = window(*model, 0.9f);
