@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -132,6 +133,7 @@ class CudaBackend final : public Backend {
   };
   std::map<std::pair<const void*, size_t>, Packed> packed_;
   Tensor index_buffer_, index_staging_;
+  std::optional<uint64_t> index_uploaded_;  // mark() after the last upload from index_staging_
   Tensor dft_basis_;  // [400, 402] f32: cos and −sin of the 400-point DFT, bins 0..200
   std::map<const void*, Tensor> mel_filters_;  // [201, n_mels] f32 per filter bank
   Tensor mel_staging_;                          // page-locked f32: log_mel's samples in, frames out

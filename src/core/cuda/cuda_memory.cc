@@ -205,30 +205,75 @@ int32_t* CudaBackend::upload_ints(std::span<const int> values) {
     synchronize();  // the old buffers may still be read by queued work
     index_buffer_ = alloc({std::max<int64_t>(n, 256)}, DType::I32);
     index_staging_ = alloc_host({std::max<int64_t>(n, 256)}, DType::I32);
+  } else if (index_uploaded_) {
+    wait_for(*index_uploaded_);  // the previous upload has left the staging buffer
   }
   std::memcpy(index_staging_.raw(), values.data(), n * sizeof(int32_t));
   check(cudaMemcpyAsync(index_buffer_.raw(), index_staging_.raw(), n * sizeof(int32_t), cudaMemcpyHostToDevice,
                         stream_),
         "uploading indices");
+  index_uploaded_ = mark();
   return index_buffer_.data<int32_t>();
 }
 
 void CudaBackend::gather_sequences(std::span<Tensor* const> caches, int64_t rows_per_seq, std::span<const int> source,
                                    std::span<const int> lengths) {
   cuda::use_device(device_index_);
-  const int count = static_cast<int>(source.size());
-  std::vector<int> packed(source.begin(), source.end());
-  packed.insert(packed.end(), lengths.begin(), lengths.end());
-  const int32_t* dev = upload_ints(packed);
-  for (Tensor* cache : caches) {
-    // In place (a recorded step holds the cache's address): copy out, gather back.
-    Tensor scratch = alloc(cache->shape(), cache->dtype());
-    check(cudaMemcpyAsync(scratch.raw(), cache->raw(), cache->nbytes(), cudaMemcpyDeviceToDevice, stream_), "gather");
-    cuda::gather_sequences(scratch.raw(), cache->raw(), dev, dev + count, count, rows_per_seq,
-                           static_cast<int64_t>(cache->nbytes() / cache->dim(0)), stream_);
-    cuda::check_launch("gather_sequences");
+  // In place (a recorded step holds the caches' addresses), and only what moves: the rows of
+  // each sequence that another one takes are saved to a scratch buffer (one launch for every
+  // cache), then copied to their new sequences (a second launch). A beam that keeps its own
+  // sequence costs nothing. (Before: per cache a copy of the whole cache, 448 rows a sequence,
+  // a gather over all of it and a host synchronisation.)
+  const int count = static_cast<int>(source.size()), buffers = static_cast<int>(caches.size());
+  if (count == 0 || buffers == 0) return;
+  std::vector<int> slot(count, -1), needed(count, 0);
+  int moved_rows = 0;
+  for (int i = 0; i < count; ++i)
+    if (source[i] != i && lengths[i] > 0) {
+      needed[source[i]] = std::max(needed[source[i]], lengths[i]);
+      moved_rows = std::max(moved_rows, lengths[i]);
+    }
+  if (moved_rows == 0) return;
+  const int64_t row_bytes = caches[0]->nbytes() / caches[0]->dim(0);
+  for (Tensor* cache : caches)
+    if (cache->nbytes() / cache->dim(0) != row_bytes || cache->dim(0) != caches[0]->dim(0))
+      throw Error(ErrorCode::Internal, "[cuda] gather_sequences needs caches of one layout");
+  int saved = 0, save_rows = 0;
+  for (int s = 0; s < count; ++s)
+    if (needed[s] > 0) {
+      slot[s] = saved++;
+      save_rows = std::max(save_rows, needed[s]);
+    }
+  const int64_t seq_bytes = rows_per_seq * row_bytes, slot_bytes = save_rows * row_bytes;
+  const int64_t buffer_bytes = saved * slot_bytes;
+  Tensor scratch = alloc({(buffers * buffer_bytes + 3) / 4}, DType::I32);
+  // One upload: the caches' and the scratch buffers' addresses (8-byte words first, so they
+  // stay aligned), then the save entries and the move entries (to, from, rows).
+  std::vector<int> packed(4 * static_cast<size_t>(buffers));
+  for (int b = 0; b < buffers; ++b) {
+    const uint64_t cache = reinterpret_cast<uint64_t>(caches[b]->raw());
+    const uint64_t save = reinterpret_cast<uint64_t>(static_cast<char*>(scratch.raw()) + b * buffer_bytes);
+    std::memcpy(&packed[2 * b], &cache, 8);
+    std::memcpy(&packed[2 * (buffers + b)], &save, 8);
   }
-  synchronize();  // the index staging buffer is reused by the next call
+  for (int s = 0; s < count; ++s)
+    if (slot[s] >= 0) packed.insert(packed.end(), {slot[s], s, needed[s]});
+  int moves = 0;
+  for (int i = 0; i < count; ++i)
+    if (source[i] != i && lengths[i] > 0) {
+      packed.insert(packed.end(), {i, slot[source[i]], lengths[i]});
+      ++moves;
+    }
+  const int32_t* dev = upload_ints(packed);
+  const auto* cache_addresses = reinterpret_cast<const uint64_t*>(dev);
+  const auto* save_addresses = cache_addresses + buffers;
+  const int32_t* save_entries = dev + 4 * buffers;
+  cuda::copy_sequences(cache_addresses, save_addresses, buffers, save_entries, saved, save_rows, seq_bytes, slot_bytes,
+                       row_bytes, stream_);
+  cuda::check_launch("gather_sequences (save)");
+  cuda::copy_sequences(save_addresses, cache_addresses, buffers, save_entries + 3 * saved, moves, moved_rows, slot_bytes,
+                       seq_bytes, row_bytes, stream_);
+  cuda::check_launch("gather_sequences (move)");
 }
 
 void CudaBackend::synchronize() {

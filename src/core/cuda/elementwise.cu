@@ -89,14 +89,17 @@ __global__ void embedding_kernel(const T* table, const T* positions, const int32
 }
 
 // One block per (sequence, row); 16-byte words where the row allows.
-__global__ void gather_kernel(const char* src, char* dst, const int32_t* source, const int32_t* lengths,
-                              int64_t rows_per_seq, int64_t row_bytes) {
+// Rows of whole sequences between buffers of one layout, for several buffers in one launch:
+// block (row, entry, buffer) copies row `row` of sequence entries[3e + 1] of src[buffer] to
+// sequence entries[3e] of dst[buffer] when the entry has more than `row` rows (entries[3e + 2]).
+__global__ void copy_sequences_kernel(const uint64_t* src, const uint64_t* dst, const int32_t* entries,
+                                      int64_t src_stride, int64_t dst_stride, int64_t row_bytes) {
   pdl_enter();
-  const int seq = blockIdx.y;
+  const int e = blockIdx.y, buffer = blockIdx.z;
   const int64_t row = blockIdx.x;
-  if (row >= lengths[seq]) return;
-  const char* s = src + (static_cast<int64_t>(source[seq]) * rows_per_seq + row) * row_bytes;
-  char* d = dst + (static_cast<int64_t>(seq) * rows_per_seq + row) * row_bytes;
+  if (row >= entries[3 * e + 2]) return;
+  const char* s = reinterpret_cast<const char*>(src[buffer]) + entries[3 * e + 1] * src_stride + row * row_bytes;
+  char* d = reinterpret_cast<char*>(dst[buffer]) + entries[3 * e] * dst_stride + row * row_bytes;
   if (row_bytes % 16 == 0) {
     for (int64_t i = threadIdx.x; i < row_bytes / 16; i += blockDim.x)
       reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
@@ -175,12 +178,11 @@ void embedding(DType dt, const void* table, const void* positions, const int32_t
   });
 }
 
-void gather_sequences(const void* src, void* dst, const int32_t* source, const int32_t* lengths, int count,
-                      int64_t rows_per_seq, int64_t row_bytes, cudaStream_t stream) {
-  if (count <= 0 || rows_per_seq <= 0) return;
-  dim3 grid(static_cast<unsigned>(rows_per_seq), static_cast<unsigned>(count));
-  launch_kernel(gather_kernel, grid, 128, 0, stream, static_cast<const char*>(src), static_cast<char*>(dst), source, lengths,
-                                          rows_per_seq, row_bytes);
+void copy_sequences(const uint64_t* src, const uint64_t* dst, int buffers, const int32_t* entries, int n_entries,
+                    int max_rows, int64_t src_stride, int64_t dst_stride, int64_t row_bytes, cudaStream_t stream) {
+  if (buffers <= 0 || n_entries <= 0 || max_rows <= 0) return;
+  dim3 grid(static_cast<unsigned>(max_rows), static_cast<unsigned>(n_entries), static_cast<unsigned>(buffers));
+  launch_kernel(copy_sequences_kernel, grid, 128, 0, stream, src, dst, entries, src_stride, dst_stride, row_bytes);
 }
 
 }  // namespace hark::cuda

@@ -29,10 +29,13 @@ void im2col_time_major(DType dt, const void* x, void* cols, int64_t cin, int64_t
 // out[i] = table[ids[i]] + positions[lengths[i / n_new] + i % n_new], all rows of width d.
 void embedding(DType dt, const void* table, const void* positions, const int32_t* ids, const int32_t* lengths,
                int64_t n, int n_new, int64_t d, void* out, cudaStream_t stream);
-// Row gather: dst sequence i (rows_per_seq rows of row_bytes) gets the first lengths[i] rows
-// of src sequence source[i]; source and lengths are device arrays of `count` entries.
-void gather_sequences(const void* src, void* dst, const int32_t* source, const int32_t* lengths, int count,
-                      int64_t rows_per_seq, int64_t row_bytes, cudaStream_t stream);
+// Sequence copies for several buffers of one layout in one launch (beam reordering): for
+// each entry (to, from, rows) of the device array `entries` ([n_entries, 3]) and each buffer
+// b, rows [0, rows) of sequence `from` of src[b] go to sequence `to` of dst[b]. src and dst
+// are device arrays of `buffers` addresses; sequences are src_stride / dst_stride bytes
+// apart; max_rows bounds every entry's rows.
+void copy_sequences(const uint64_t* src, const uint64_t* dst, int buffers, const int32_t* entries, int n_entries,
+                    int max_rows, int64_t src_stride, int64_t dst_stride, int64_t row_bytes, cudaStream_t stream);
 
 // ---- softmax.cu (fp32 reference attention) ---------------------------------------------
 // In-place softmax over rows of length tk; with causal, row i of each [tq, tk] block keeps

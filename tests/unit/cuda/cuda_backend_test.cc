@@ -281,19 +281,35 @@ TEST_P(CudaOps, CopiesConvertAcrossDevices) {
 
 TEST_P(CudaOps, GatherSequencesForBeams) {
   const int64_t rows_per_seq = 6, d = 16;
-  Tensor cache = random({3 * rows_per_seq, d});
-  Tensor g = up(cache), c = cache.clone();
-  const std::vector<int> source = {2, 0, 0}, lengths = {3, 5, 1};
-  Tensor* gp[] = {&g};
-  Tensor* cp[] = {&c};
-  const void* address = g.raw();
+  // Two caches at once; sequences 0 and 1 swap (each must be read before it is written), 2
+  // takes 0's first row, 3 keeps its own and must not change at all.
+  Tensor k = random({4 * rows_per_seq, d}), v = random({4 * rows_per_seq, d});
+  Tensor gk = up(k), gv = up(v), ck = k.clone(), cv = v.clone();
+  const std::vector<int> source = {1, 0, 0, 3}, lengths = {3, 5, 1, 4};
+  Tensor* gp[] = {&gk, &gv};
+  Tensor* cp[] = {&ck, &cv};
+  const void* address = gk.raw();
   gpu->gather_sequences(gp, rows_per_seq, source, lengths);
   cpu->gather_sequences(cp, rows_per_seq, source, lengths);
-  EXPECT_EQ(g.raw(), address) << "the GPU gathers in place (recorded steps keep the address)";
-  for (int i = 0; i < 3; ++i) {
-    const int64_t begin = i * rows_per_seq;
-    EXPECT_LT(compare(g.rows(begin, begin + lengths[i]), c.rows(begin, begin + lengths[i])), tol) << i;
-  }
+  EXPECT_EQ(gk.raw(), address) << "the GPU gathers in place (recorded steps keep the address)";
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 4; ++i) {
+      const int64_t begin = i * rows_per_seq;
+      Tensor& g = c ? gv : gk;
+      Tensor& h = c ? cv : ck;
+      EXPECT_LT(compare(g.rows(begin, begin + lengths[i]), h.rows(begin, begin + lengths[i])), tol) << c << " " << i;
+    }
+  // The sequence that kept its place is untouched past its length too.
+  const int64_t begin = 3 * rows_per_seq;
+  EXPECT_LT(compare(gk.rows(begin, begin + rows_per_seq), k.rows(begin, begin + rows_per_seq)), tol);
+  // Nothing moves: no work, nothing changes.
+  const std::vector<int> same = {0, 1, 2, 3};
+  Tensor before = Tensor::empty(k.shape());
+  gpu->copy(gk, before);
+  gpu->gather_sequences(gp, rows_per_seq, same, lengths);
+  Tensor after = Tensor::empty(k.shape());
+  gpu->copy(gk, after);
+  EXPECT_EQ(test::relative_l2(after, before), 0.0);
 }
 
 // Choosing tokens on the GPU equals the CPU reference (core/token_select.h) on a Whisper-sized
