@@ -11,6 +11,8 @@
 #   before every run, here: the next sentences from the state's data position
 #     /usr/bin/python3 scripts/toy-model/runstate.py slice .device-carry/corpus-full \
 #         .device-carry/state .device-carry/corpus 50000      # "new" instead of the state at first
+#     (the last run's parts lost? a state from the shipped checkpoint, before slicing:
+#      runstate.py from-model models/hark-toy-speech .device-carry/state --corpus .device-carry/corpus-full)
 #     bash scripts/toy-model/slim-for-training.sh on      # (off again after the call)
 #   on the GPU machine (carry .device-carry/debs, .device-carry/corpus and, to resume,
 #   .device-carry/state holding the previous run's state.tar.part-* and state.tar.sha256):

@@ -12,18 +12,35 @@ the corpus checksums it was trained on, and one entry per run (seconds, steps, l
   python3 scripts/toy-model/runstate.py slice FULL_CORPUS PARTS_DIR|new OUT_DIR COUNT
       # the next COUNT training lines per language from the state's position: the full
       # corpus (15+ MB) does not fit beside the state in the 64 MiB the device tool carries
+  python3 scripts/toy-model/runstate.py from-model MODEL_DIR OUT_PARTS_DIR [--corpus DIR]
+      [--step N] [--windows-seen N] [--position en=N,de=N,...]
+      # a resumable state from a shipped checkpoint (models/hark-toy-speech) when the last
+      # run's parts are lost: see from_model() for what it can and cannot recover
+
+Every state saved since 2026-12-01 also holds training-state.json (SIDECAR): a ~1 KB summary of state.json (step,
+windows seen, data position, corpus checksums) tied to model.safetensors by its sha256.
+Shipping a checkpoint copies it beside the model, so that from-model can continue the
+schedule and the data position exactly.
 """
 import glob
 import hashlib
 import json
 import lzma
 import os
+import re
+import shutil
+import struct
 import sys
 import tarfile
+import tempfile
 
 PART_BYTES = 15 * 2**20
 EVAL_LINES = 1000  # held-out lines per language a slice keeps
 STATE_NAME = "state.tar"
+LANGS = ("en", "de", "fr", "es")
+SIDECAR = "training-state.json"
+MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json")  # what trainer.export writes
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def sha256_file(path):
@@ -220,7 +237,224 @@ def check_corpus(state, info):
                              f"-> {have['sha256'][:12]}); rebuild it from the same package versions (stats.json)")
 
 
+def sidecar(state, model_sha256):
+    """The small summary of a state that travels with a shipped checkpoint (SIDECAR)."""
+    return {"format": "hark-toy-training-state", "version": 1, "model_sha256": model_sha256,
+            "shape": state["shape"], "step": state["step"], "windows_seen": state["windows_seen"],
+            "seed": state["seed"], "position": state["position"], "wraps": state["wraps"],
+            "corpus": state["corpus"],
+            "note": "position: the next line of corpus/build.py's train-LL.txt.xz to read, valid for the corpus "
+                    "with these sha256; runstate.py from-model reads this file"}
+
+
+def write_sidecar(state_dir, state):
+    """state_dir/training-state.json for the model.safetensors in state_dir."""
+    data = sidecar(state, sha256_file(os.path.join(state_dir, "model.safetensors")))
+    save_json(os.path.join(state_dir, SIDECAR), data)
+    return data
+
+
+def safetensors_header(path):
+    """The JSON header of a .safetensors file (standard library: 8-byte length + JSON)."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if head.startswith(b"version "):
+            raise ValueError(f"[state] {path} is a Git LFS pointer, not the weights; fetch the real file")
+        if len(head) < 8:
+            raise ValueError(f"[state] {path} is too short to be a safetensors file")
+        (n,) = struct.unpack("<Q", head)
+        if n > 100 * 2**20 or n > os.path.getsize(path) - 8:
+            raise ValueError(f"[state] {path}: header length {n} makes no sense; not a safetensors file")
+        return json.loads(f.read(n))
+
+
+def shape_of_model(model_dir):
+    """state.json's shape from a checkpoint's config.json, checked against its weights:
+    {"d_model", "heads", "enc_layers", "dec_layers"} (what train.py's --d-model, --heads,
+    --enc-layers, --dec-layers set)."""
+    cfg = load_json(os.path.join(model_dir, "config.json"))
+    if cfg.get("model_type") != "whisper":
+        raise ValueError(f"[state] {model_dir}/config.json is not a Whisper config (model_type "
+                         f"{cfg.get('model_type')!r})")
+    try:
+        shape = {"d_model": int(cfg["d_model"]), "heads": int(cfg["encoder_attention_heads"]),
+                 "enc_layers": int(cfg["encoder_layers"]), "dec_layers": int(cfg["decoder_layers"])}
+        dec_heads, vocab = int(cfg["decoder_attention_heads"]), int(cfg["vocab_size"])
+    except KeyError as e:
+        raise ValueError(f"[state] {model_dir}/config.json lacks {e}") from None
+    if dec_heads != shape["heads"]:
+        raise ValueError(f"[state] encoder and decoder head counts differ ({shape['heads']} / {dec_heads}); "
+                         "train.py builds both with --heads")
+    header = safetensors_header(os.path.join(model_dir, "model.safetensors"))
+    tensors = {k: v for k, v in header.items() if k != "__metadata__"}
+    embed = tensors.get("model.decoder.embed_tokens.weight")
+    if embed is None or embed.get("shape") != [vocab, shape["d_model"]]:
+        raise ValueError(f"[state] model.safetensors has no model.decoder.embed_tokens.weight of shape "
+                         f"[{vocab}, {shape['d_model']}] (config.json): not this config's Hugging Face weights")
+    for part, key in (("encoder", "enc_layers"), ("decoder", "dec_layers")):
+        found = {int(m.group(1)) for m in (re.match(rf"model\.{part}\.layers\.(\d+)\.", k) for k in tensors) if m}
+        if found != set(range(shape[key])):
+            raise ValueError(f"[state] model.safetensors has {part} layers {sorted(found)}, config.json "
+                             f"{part}_layers {shape[key]}")
+    dtypes = {v.get("dtype") for v in tensors.values()}
+    if dtypes != {"F16"}:
+        raise ValueError(f"[state] model.safetensors holds {sorted(map(str, dtypes))}, not fp16 as the trainer saves")
+    return shape
+
+
+def shipped_history(model_dir, model_sha256, results_dir=RESULTS_DIR, log=print):
+    """What is known of a shipped checkpoint's training, best source first:
+      1. MODEL_DIR/training-state.json (SIDECAR) of this model.safetensors (sha256): step,
+         windows seen, seed, data position, wraps and the corpus it indexes;
+      2. MODEL_DIR/MODEL_CARD.md naming this model.safetensors' sha256 and one run's
+         results file (results/open-runN-results.json): that run's step, windows seen,
+         wraps and seed; no position (results.json has no corpus checksums);
+      3. nothing (None)."""
+    path = os.path.join(model_dir, SIDECAR)
+    if os.path.exists(path):
+        side = load_json(path)
+        if side.get("model_sha256") == model_sha256:
+            return {k: side[k] for k in ("step", "windows_seen", "seed", "position", "wraps", "corpus") if k in side} \
+                | {"source": SIDECAR}
+        log(f"[state] {path} belongs to other weights (sha256 {str(side.get('model_sha256'))[:12]}, "
+            f"model.safetensors {model_sha256[:12]}): ignored")
+    card_path = os.path.join(model_dir, "MODEL_CARD.md")
+    if not os.path.exists(card_path):
+        return None
+    with open(card_path, encoding="utf-8") as f:
+        card = f.read()
+    if model_sha256 not in card:
+        log(f"[state] MODEL_CARD.md does not name model.safetensors' sha256 {model_sha256[:12]}: its figures may "
+            "be another checkpoint's; ignored")
+        return None
+    runs = sorted({int(n) for n in re.findall(r"open-run(\d+)-results\.json", card)})
+    if len(runs) != 1:
+        log(f"[state] MODEL_CARD.md names the results of runs {runs}, not of one run: step unknown")
+        return None
+    results_path = os.path.join(results_dir, f"open-run{runs[0]}-results.json")
+    if not os.path.exists(results_path):
+        log(f"[state] {results_path} (named by MODEL_CARD.md) is missing: step unknown")
+        return None
+    results = load_json(results_path)
+    st = results.get("state") or {}
+    if "step" not in st:
+        log(f"[state] {results_path} has no state.step: step unknown")
+        return None
+    history = {"step": int(st["step"]), "windows_seen": int(st.get("windows_seen", 0)),
+               "source": f"MODEL_CARD.md -> results/{os.path.basename(results_path)}"}
+    if "wraps" in st:
+        history["wraps"] = st["wraps"]
+    if "seed" in results.get("args", {}):
+        history["seed"] = int(results["args"]["seed"])
+    return history
+
+
+def from_model(model_dir, out_dir, corpus_dir=None, results_dir=RESULTS_DIR, step=None, windows_seen=None,
+               position=None, part_bytes=PART_BYTES, log=print):
+    """Builds the parts of a resumable state (what `remake.sh --resume DIR` reads) from a
+    shipped checkpoint folder (model.safetensors fp16 in Hugging Face layout, config.json,
+    generation_config.json), for when the last run's parts are lost. Returns state.json.
+
+    - weights: the checkpoint's files, byte for byte (the state's layout is the shipped one:
+      trainer.export writes both);
+    - Adam moments: none (no adam-moments.pt). trainer.train then starts AdamW fresh and, as
+      on every resume, re-warms the LR over 50 steps (first moments restart from zero on
+      every resume anyway; the second moments re-estimate within ~50 steps at beta2 0.98);
+    - shape: from config.json, checked against the weights;
+    - step, windows seen, seed: from shipped_history() (sidecar, else MODEL_CARD.md and the
+      results file it names), else `step`/`windows_seen` given here, else 0: a state at
+      step 0 warms up over 300 steps like new weights (safe for weights of unknown history);
+    - data position: the sidecar's where it has one for this corpus; otherwise 0 for every
+      language: the position within the corpus is unknown (results.json does not say which
+      corpus build it indexes), and the corpus is re-read with new voices anyway (voices
+      and effects are drawn per run from the step; de/fr/es had been read 3-4 times by run 9);
+      `position` ({lang: line}) sets it where it is known otherwise (a results file's
+      state.position, for a corpus rebuilt with the checksums that run trained on);
+    - corpus: corpus_info(corpus_dir) when given (the full corpus or a slice); without it
+      the sidecar's, or none, and train.py records the corpus of the first resumed run
+      (complete_state)."""
+    model_sha = sha256_file(os.path.join(model_dir, "model.safetensors"))
+    shape = shape_of_model(model_dir)
+    history = shipped_history(model_dir, model_sha, results_dir, log) or {"source": "defaults"}
+    if step is not None:
+        history["step"], history["source"] = int(step), history["source"] + " + --step"
+    if windows_seen is not None:
+        history["windows_seen"] = int(windows_seen)
+    known = history.get("corpus") or {}
+    info = corpus_info(corpus_dir, LANGS) if corpus_dir else dict(known)
+    state = new_state(shape, info, int(history.get("seed", 1)))
+    state["position"] = {lang: 0 for lang in LANGS}
+    state["wraps"] = {lang: int((history.get("wraps") or {}).get(lang, 0)) for lang in LANGS}
+    state["step"] = int(history.get("step", 0))
+    state["windows_seen"] = int(history.get("windows_seen", 0))
+    kept = []
+    for lang, pos in sorted((history.get("position") or {}).items()):
+        if lang not in state["position"]:
+            continue
+        if known.get(lang) and info.get(lang) and known[lang]["sha256"] == info[lang]["sha256"]:
+            state["position"][lang] = int(pos)
+            kept.append(lang)
+        else:
+            log(f"[state] {lang}: the sidecar's position {pos} indexes corpus "
+                f"{str((known.get(lang) or {}).get('sha256'))[:12]}, not this one: position 0")
+    for lang, pos in sorted((position or {}).items()):
+        if lang not in state["position"]:
+            raise ValueError(f"[state] --position: unknown language {lang!r}")
+        size = (info.get(lang) or {}).get("lines")
+        if size and not 0 <= int(pos) < size:
+            raise ValueError(f"[state] --position {lang}={pos}: the corpus has {size} lines")
+        state["position"][lang] = int(pos)
+        kept.append(lang)
+    state["origin"] = {"from_model": model_dir, "model_sha256": model_sha,
+                       "history": history["source"], "positions_kept": kept,
+                       "moments": "none: AdamW starts fresh, the LR re-warms over 50 steps"}
+    with tempfile.TemporaryDirectory(prefix="hark-from-model-") as tmp:
+        for name in MODEL_FILES:
+            src = os.path.join(model_dir, name)
+            if os.path.exists(src):
+                shutil.copyfile(src, os.path.join(tmp, name))
+            elif name != "generation_config.json":  # trainer.export writes it again
+                raise FileNotFoundError(f"[state] {src} missing")
+        save_json(os.path.join(tmp, "state.json"), state)
+        write_sidecar(tmp, state)
+        parts = pack_state(tmp, out_dir, part_bytes)
+    log(f"[state] from {model_dir} (history: {history['source']}): step {state['step']}, windows seen "
+        f"{state['windows_seen']}, position {state['position']}, no Adam moments -> {len(parts)} parts in {out_dir}")
+    return state
+
+
+def complete_state(state, info):
+    """Gives a state (one made by from_model without a corpus, say) every language of the
+    corpus it resumes on: its checksum and line count, position 0, no wraps."""
+    for lang, have in info.items():
+        state["corpus"].setdefault(lang, have)
+        state["position"].setdefault(lang, 0)
+        state["wraps"].setdefault(lang, 0)
+    return state
+
+
 def main(argv):
+    if len(argv) >= 2 and argv[1] == "from-model":
+        import argparse
+        ap = argparse.ArgumentParser(prog="runstate.py from-model", description=from_model.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap.add_argument("model_dir")
+        ap.add_argument("out_parts_dir")
+        ap.add_argument("--corpus", default=None, help="the corpus the next runs read (full or a slice)")
+        ap.add_argument("--step", type=int, default=None, help="global step, when nothing beside the model says")
+        ap.add_argument("--windows-seen", type=int, default=None)
+        ap.add_argument("--position", default="", help="data position where known, e.g. en=136368,de=23549 "
+                        "(default: the sidecar's, else 0)")
+        a = ap.parse_args(argv[2:])
+        position = {}
+        for item in filter(None, a.position.split(",")):
+            lang, _, value = item.partition("=")
+            position[lang] = int(value)
+        state = from_model(a.model_dir, a.out_parts_dir, a.corpus, step=a.step, windows_seen=a.windows_seen,
+                           position=position)
+        print(json.dumps({k: state[k] for k in ("shape", "step", "windows_seen", "position", "wraps", "origin")},
+                         indent=1))
+        return 0
     if len(argv) == 4 and argv[1] == "unpack":
         print(json.dumps(unpack_state(argv[2], argv[3]), indent=1))
         return 0
@@ -228,8 +462,7 @@ def main(argv):
         print(json.dumps({"position": positions_of(argv[2], [])}, indent=1))
         return 0
     if len(argv) == 6 and argv[1] == "slice":
-        langs = ("en", "de", "fr", "es")
-        positions = positions_of(argv[3], langs)
+        positions = positions_of(argv[3], LANGS)
         cut_slices(argv[2], positions, int(argv[5]), argv[4])
         print(f"slices from {positions} -> {argv[4]}")
         return 0

@@ -91,6 +91,221 @@ class Positions(unittest.TestCase):
                 runstate.corpus_info(d, ["fr"])
 
 
+def _checkpoint(d, d_model=8, heads=2, enc=2, dec=1, vocab=16, card=None):
+    """A tiny fake shipped checkpoint: config.json, fp16 model.safetensors (written with the
+    standard library in the safetensors layout), generation_config.json, MODEL_CARD.md."""
+    import json
+    import struct
+    os.makedirs(d, exist_ok=True)
+    cfg = {"model_type": "whisper", "d_model": d_model, "encoder_attention_heads": heads,
+           "decoder_attention_heads": heads, "encoder_layers": enc, "decoder_layers": dec, "vocab_size": vocab}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    shapes = {"model.decoder.embed_tokens.weight": [vocab, d_model], "model.encoder.conv1.weight": [d_model, 80, 3]}
+    for i in range(enc):
+        shapes[f"model.encoder.layers.{i}.fc1.weight"] = [4 * d_model, d_model]
+    for i in range(dec):
+        shapes[f"model.decoder.layers.{i}.fc1.weight"] = [4 * d_model, d_model]
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, shape in sorted(shapes.items()):
+        n = 2 * shape[0] * shape[1] * (shape[2] if len(shape) > 2 else 1)
+        header[name] = {"dtype": "F16", "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    head = json.dumps(header).encode()
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + random.Random(5).randbytes(offset))
+    with open(os.path.join(d, "generation_config.json"), "w") as f:
+        json.dump({"alignment_heads": [[0, 1]]}, f)
+    if card is not None:
+        with open(os.path.join(d, "MODEL_CARD.md"), "w") as f:
+            f.write(card.replace("SHA", runstate.sha256_file(os.path.join(d, "model.safetensors"))))
+    return d
+
+
+def _results(d, run, step, windows, seed=1):
+    import json
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"open-run{run}-results.json"), "w") as f:
+        json.dump({"args": {"seed": seed}, "state": {"step": step, "windows_seen": windows,
+                                                     "position": {"en": 5, "de": 1, "fr": 1, "es": 1},
+                                                     "wraps": {"en": 1, "de": 3, "fr": 3, "es": 3}}}, f)
+    return d
+
+
+def _full_corpus(d):
+    os.makedirs(d, exist_ok=True)
+    for lang in runstate.LANGS:
+        _corpus(d, lang, [f"{lang} sentence {i}." for i in range(12)])
+        with open(os.path.join(d, f"eval-{lang}.txt"), "w") as f:
+            f.write(f"{lang} held out.\n")
+    return d
+
+
+CARD = "# toy\n\nsha256 of `model.safetensors`: `SHA`.\n\nRun 9 (`results/open-run9-results.json`), logs " \
+       "in `results/open-run*-*`; see `open-run9-results.json` and `open-run9-hark-eval.json`.\n"
+QUIET = lambda *a: None  # noqa: E731
+
+
+class FromModel(unittest.TestCase):
+    """runstate.from_model: a resumable state from a shipped checkpoint when the parts are lost."""
+
+    def test_state_from_a_checkpoint_round_trips_and_is_resumed(self):
+        import argparse
+        import train
+        with tempfile.TemporaryDirectory() as d:
+            model = _checkpoint(os.path.join(d, "model"), card=CARD)
+            results = _results(os.path.join(d, "results"), 9, 18114, 2318592, seed=1)
+            full = _full_corpus(os.path.join(d, "full"))
+            parts_dir = os.path.join(d, "parts")
+            made = runstate.from_model(model, parts_dir, results_dir=results, part_bytes=16384, log=QUIET)
+            self.assertTrue(os.path.exists(os.path.join(parts_dir, "state.tar.sha256")))
+            self.assertGreaterEqual(len([n for n in os.listdir(parts_dir) if ".part-" in n]), 2)
+            back = os.path.join(d, "back")
+            state = runstate.unpack_state(parts_dir, back)
+            self.assertEqual(state, made)
+            for name in runstate.MODEL_FILES:  # the weights byte for byte, in the shipped layout
+                with open(os.path.join(model, name), "rb") as a, open(os.path.join(back, name), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), name)
+            self.assertFalse(os.path.exists(os.path.join(back, "adam-moments.pt")))  # fresh moments on resume
+            self.assertFalse(os.path.exists(os.path.join(back, "MODEL_CARD.md")))
+            self.assertEqual(state["shape"], {"d_model": 8, "heads": 2, "enc_layers": 2, "dec_layers": 1})
+            self.assertEqual((state["step"], state["windows_seen"], state["seed"]), (18114, 2318592, 1))
+            self.assertEqual(state["position"], {lang: 0 for lang in runstate.LANGS})  # unknown: re-read
+            self.assertEqual(state["wraps"]["de"], 3)
+            self.assertEqual(state["corpus"], {})  # no --corpus: the first resumed run records it
+            self.assertIn("open-run9-results.json", state["origin"]["history"])
+            side = runstate.load_json(os.path.join(back, runstate.SIDECAR))
+            self.assertEqual(side["model_sha256"], runstate.sha256_file(os.path.join(model, "model.safetensors")))
+            self.assertEqual(side["step"], 18114)
+            # what remake.sh does next: slice from the state's position, then train.py's resume
+            cut = os.path.join(d, "cut")
+            runstate.cut_slices(full, runstate.positions_of(parts_dir, runstate.LANGS), 5, cut)
+            args = argparse.Namespace(resume=back, corpus=cut, d_model=256, heads=4, enc_layers=6, dec_layers=4,
+                                      seed=42, clips_per_lang=8, eval_clips=4)
+            resumed = train.load_state(args)
+            self.assertEqual((args.d_model, args.heads, args.enc_layers, args.dec_layers, args.seed), (8, 2, 2, 1, 1))
+            self.assertEqual(resumed["corpus"], runstate.corpus_info(full, runstate.LANGS))
+            texts, lines, eval_texts = train.plan_texts(args, resumed)
+            self.assertEqual(lines["en"][:3], [0, 1, 2])
+            self.assertEqual(texts["en"][0], "en sentence 0.")
+            self.assertEqual(eval_texts["fr"], ["fr held out."])
+            runstate.advance(resumed, {"en": lines["en"][:3]})
+            self.assertEqual(resumed["position"]["en"], 3)
+
+    def test_the_corpus_given_is_recorded_and_checked(self):
+        import argparse
+        import train
+        with tempfile.TemporaryDirectory() as d:
+            model = _checkpoint(os.path.join(d, "model"))
+            full = _full_corpus(os.path.join(d, "full"))
+            parts_dir = os.path.join(d, "parts")
+            state = runstate.from_model(model, parts_dir, corpus_dir=full, results_dir=d, log=QUIET)
+            self.assertEqual(state["corpus"], runstate.corpus_info(full, runstate.LANGS))
+            self.assertEqual((state["step"], state["windows_seen"]), (0, 0))  # no card: defaults (full warm-up)
+            self.assertEqual(state["origin"]["history"], "defaults")
+            back = os.path.join(d, "back")
+            runstate.unpack_state(parts_dir, back)
+            _corpus(full, "de", ["Andere Sätze."])
+            args = argparse.Namespace(resume=back, corpus=full, seed=1)
+            with self.assertRaisesRegex(ValueError, "corpus train-de changed"):
+                train.load_state(args)
+
+    def test_the_sidecar_gives_step_and_positions_of_its_corpus(self):
+        with tempfile.TemporaryDirectory() as d:
+            model = _checkpoint(os.path.join(d, "model"), card=CARD)
+            results = _results(os.path.join(d, "results"), 9, 18114, 2318592)
+            full = _full_corpus(os.path.join(d, "full"))
+            info = runstate.corpus_info(full, runstate.LANGS)
+            trained = runstate.new_state({"d_model": 8}, info, seed=3)
+            trained.update(step=21737, windows_seen=2782336, position={"en": 7, "de": 2, "fr": 11, "es": 4})
+            trained["corpus"]["fr"] = {"lines": 12, "sha256": "0" * 64}  # fr was another build
+            runstate.write_sidecar(model, trained)
+            side = runstate.load_json(os.path.join(model, runstate.SIDECAR))
+            self.assertLess(os.path.getsize(os.path.join(model, runstate.SIDECAR)), 4096)
+            self.assertEqual(side["model_sha256"], runstate.sha256_file(os.path.join(model, "model.safetensors")))
+            state = runstate.from_model(model, os.path.join(d, "p1"), corpus_dir=full, results_dir=results,
+                                        log=QUIET)
+            self.assertEqual((state["step"], state["windows_seen"], state["seed"]), (21737, 2782336, 3))
+            self.assertEqual(state["position"], {"en": 7, "de": 2, "fr": 0, "es": 4})
+            self.assertEqual(state["origin"]["history"], runstate.SIDECAR)
+            self.assertEqual(runstate.positions_of(os.path.join(d, "p1"), runstate.LANGS), state["position"])
+            # without --corpus the sidecar's corpus is recorded (train.py checks it on resume)
+            state = runstate.from_model(model, os.path.join(d, "p2"), results_dir=results, log=QUIET)
+            self.assertEqual(state["position"]["fr"], 11)
+            self.assertEqual(state["corpus"]["fr"]["sha256"], "0" * 64)
+            # a sidecar of other weights is ignored: the card and its results file count
+            with open(os.path.join(model, "model.safetensors"), "ab") as f:
+                f.write(b"\0\0")
+            with open(os.path.join(model, "MODEL_CARD.md"), "w") as f:
+                f.write(CARD.replace("SHA", runstate.sha256_file(os.path.join(model, "model.safetensors"))))
+            state = runstate.from_model(model, os.path.join(d, "p3"), corpus_dir=full, results_dir=results,
+                                        log=QUIET)
+            self.assertEqual((state["step"], state["position"]["en"]), (18114, 0))
+
+    def test_a_card_of_other_weights_or_of_several_runs_gives_defaults(self):
+        with tempfile.TemporaryDirectory() as d:
+            results = _results(os.path.join(d, "results"), 9, 18114, 2318592)
+            _results(results, 10, 19967, 2555776)
+            model = _checkpoint(os.path.join(d, "m1"), card=CARD.replace("SHA", "ab" * 32))
+            self.assertEqual(runstate.from_model(model, os.path.join(d, "p1"), results_dir=results, log=QUIET)["step"], 0)
+            model = _checkpoint(os.path.join(d, "m2"), card=CARD + "Run 10: `results/open-run10-results.json`.\n")
+            self.assertEqual(runstate.from_model(model, os.path.join(d, "p2"), results_dir=results, log=QUIET)["step"], 0)
+            state = runstate.from_model(model, os.path.join(d, "p3"), results_dir=results, step=500, windows_seen=9,
+                                        log=QUIET)
+            self.assertEqual((state["step"], state["windows_seen"]), (500, 9))
+
+    def test_checkpoints_the_trainer_cannot_resume_are_refused(self):
+        import json
+        with tempfile.TemporaryDirectory() as d:
+            model = _checkpoint(os.path.join(d, "m"))
+            cfg = runstate.load_json(os.path.join(model, "config.json"))
+            with open(os.path.join(model, "config.json"), "w") as f:
+                json.dump(cfg | {"encoder_layers": 3}, f)
+            with self.assertRaisesRegex(ValueError, "encoder layers"):
+                runstate.from_model(model, os.path.join(d, "p"), results_dir=d, log=QUIET)
+            with open(os.path.join(model, "config.json"), "w") as f:
+                json.dump(cfg | {"decoder_attention_heads": 4}, f)
+            with self.assertRaisesRegex(ValueError, "head counts differ"):
+                runstate.from_model(model, os.path.join(d, "p"), results_dir=d, log=QUIET)
+            with open(os.path.join(model, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            with open(os.path.join(model, "model.safetensors"), "w") as f:
+                f.write("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 46\n")
+            with self.assertRaisesRegex(ValueError, "Git LFS pointer"):
+                runstate.from_model(model, os.path.join(d, "p"), results_dir=d, log=QUIET)
+            self.assertFalse(os.path.exists(os.path.join(d, "p", "state.tar.sha256")))
+
+    def test_command_line(self):
+        import contextlib
+        import io
+        with tempfile.TemporaryDirectory() as d:
+            model = _checkpoint(os.path.join(d, "model"))
+            full = _full_corpus(os.path.join(d, "full"))
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = runstate.main(["runstate.py", "from-model", model, os.path.join(d, "p"), "--corpus", full,
+                                    "--step", "1234", "--position", "en=11,fr=3"])
+            self.assertEqual(rc, 0)
+            self.assertIn('"step": 1234', out.getvalue())
+            state = runstate.unpack_state(os.path.join(d, "p"), os.path.join(d, "b"))
+            self.assertEqual((state["step"], state["position"]), (1234, {"en": 11, "de": 0, "fr": 3, "es": 0}))
+            with self.assertRaisesRegex(ValueError, "the corpus has 12 lines"):
+                runstate.from_model(model, os.path.join(d, "p"), full, position={"en": 12}, log=QUIET)
+
+    def test_the_shipped_checkpoint_names_its_history(self):
+        model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "hark-toy-speech")
+        weights = os.path.join(model, "model.safetensors")
+        if not os.path.exists(weights) or os.path.getsize(weights) < 2**20:
+            self.skipTest("models/hark-toy-speech is not in this tree (slimmed) or is an LFS pointer")
+        shape = runstate.shape_of_model(model)
+        cfg = runstate.load_json(os.path.join(model, "config.json"))
+        self.assertEqual(shape["d_model"], cfg["d_model"])
+        history = runstate.shipped_history(model, runstate.sha256_file(weights), log=QUIET)
+        self.assertIsNotNone(history, "models/hark-toy-speech: neither training-state.json nor a MODEL_CARD.md naming "
+                                      "the weights' sha256 and one results/open-runN-results.json")
+        self.assertGreater(history["step"], 0)
+
+
 class Planning(unittest.TestCase):
     def setUp(self):
         import importlib.util

@@ -107,6 +107,27 @@ class Trainer(unittest.TestCase):
         fresh.step()
         self.assertEqual(float(fresh.state[weight]["step"]), 4.0)
 
+    def test_a_state_without_moments_resumes_with_fresh_ones(self):
+        torch, T = self.torch, self.T
+        model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.LayerNorm(5))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.98))
+        logs = []
+        with tempfile.TemporaryDirectory() as d:  # a state made by runstate.py from-model: no adam-moments.pt
+            self.assertEqual(T.resume_moments(opt, model, d, 18114, logs.append), "fresh")
+            self.assertIn("start fresh", logs[-1])
+            self.assertEqual(len(opt.state), 0)
+            loss = model(torch.randn(8, 6)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            self.assertEqual(float(opt.state[model[0].weight]["step"]), 1.0)
+            T.save_moments(opt, model, os.path.join(d, T.MOMENTS_FILE))
+            fresh = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.98))
+            self.assertEqual(T.resume_moments(fresh, model, d, 18115, logs.append), "restored")
+        self.assertEqual(T.resume_moments(opt, model, None, 0, logs.append), "new")
+        # and the LR re-warms from the state's step as on every resume
+        self.assertAlmostEqual(T.lr_factor(18114, 300, resumed_at=18114), 1 / 50)
+        self.assertEqual(T.lr_factor(18164, 300, resumed_at=18114), 1.0)
+
     def test_targets_are_shifted_and_masked(self):
         import layout
         import tokens as Tk

@@ -88,6 +88,7 @@ def load_state(args):
         return runstate.new_state(shape_of(args), info, args.seed)
     state = runstate.load_json(os.path.join(args.resume, "state.json"))
     runstate.check_corpus(state, info)
+    runstate.complete_state(state, info)  # a state made by runstate.py from-model may name no corpus
     for key, value in state["shape"].items():
         setattr(args, key, value)
     args.seed = state["seed"]
@@ -151,6 +152,7 @@ def save_state(args, model, opt, state, info, results):
     state["runs"].append({k: info[k] for k in ("first_step", "steps", "windows_seen", "train_seconds", "clips_used",
                                                 "audio_hours", "final_loss")} | {"position": dict(state["position"])})
     runstate.save_json(os.path.join(state_dir, "state.json"), state)
+    runstate.write_sidecar(state_dir, state)  # training-state.json: shipped beside the model
     parts = runstate.pack_state(state_dir, args.out)
     log(f"state saved: step {state['step']}, position {state['position']}, {len(parts)} parts")
     return state_dir

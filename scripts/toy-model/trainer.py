@@ -261,6 +261,22 @@ def restore_moments(opt, model, path, log):
     log(f"restored Adam second moments of {restored} tensors (step {saved['step']:.0f})")
 
 
+def resume_moments(opt, model, resume_dir, first_step, log):
+    """Restores the saved second moments when the state has them; a state made from a
+    shipped checkpoint (runstate.py from-model) has none: AdamW then starts fresh, and the
+    LR re-warms over lr_factor's 50 steps as on every resume (or warms up over
+    --warmup-steps at step 0). Returns "restored", "fresh" or "new"."""
+    if not resume_dir:
+        return "new"
+    path = os.path.join(resume_dir, MOMENTS_FILE)
+    if os.path.exists(path):
+        restore_moments(opt, model, path, log)
+        return "restored"
+    log(f"no {MOMENTS_FILE} in {resume_dir} (a state made from a checkpoint): Adam's moments start fresh, "
+        f"the LR re-warms from step {first_step}")
+    return "fresh"
+
+
 def train(args, stream, meta, log, deadline, state, resume_dir=None):
     """Trains until `deadline` (time.time()); returns (model, optimizer, info). `state`
     (runstate) gives the global step the LR schedule continues from; info['used_lines']
@@ -284,8 +300,7 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
         f"fp16 size {2 * n_params / 1e6:.1f} MB")
     opt = make_optimizer(model, args, device)
     first_step = state["step"]
-    if resume_dir and os.path.exists(os.path.join(resume_dir, MOMENTS_FILE)):
-        restore_moments(opt, model, os.path.join(resume_dir, MOMENTS_FILE), log)
+    resume_moments(opt, model, resume_dir, first_step, log)
     melspec = LogMel(device)
     rng = random.Random(f"{args.seed}-{first_step}")
     langs = sorted({m["lang"] for m in meta})
