@@ -4,7 +4,8 @@
 # does not read out of git's index for the time of a call (the files stay on disk,
 # ignored through .git/info/exclude); `slim-tree.sh off` puts everything back. Never
 # commit while slimmed: `git status` shows the paths as deleted. `slim-tree.sh toy` keeps
-# only what `run-all.sh toy` reads (the bundled model, its clips, two assets, the scripts).
+# only what `run-all.sh toy` reads (the bundled model, its clips, two assets, the scripts);
+# `slim-tree.sh oracle` what the bundled model's oracle goldens need (docs: scripts/toy-model/NEXT.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # models/: the bundled model (46 MB) and the bundle do not fit together beside the test
@@ -28,10 +29,19 @@ case "${1:-}" in
     printf '%s\0' "${drop[@]}" | xargs -0 git rm -q --cached --
     { echo "# slim-tree.sh begin"; printf '/%s\n' "${drop[@]}"; echo "# slim-tree.sh end"; } >>"$exclude"
     ;;
+  oracle)  # the bundled model's oracle goldens (scripts/oracle toy_eval.py, run_all.sh decoding)
+    mapfile -t drop < <(git ls-files | awk -F/ '
+      $1 == "models" || ($1 == "scripts" && $2 == "oracle") { next }
+      $1 == "tests" && $2 == "data" && $3 == "toy-eval" { next }
+      $0 == "tests/data/audio/jfk.wav" || $1 == "assets" { next }
+      { print }')
+    printf '%s\0' "${drop[@]}" | xargs -0 git rm -q --cached --
+    { echo "# slim-tree.sh begin"; printf '/%s\n' "${drop[@]}"; echo "# slim-tree.sh end"; } >>"$exclude"
+    ;;
   off)
     sed -i '/^# slim-tree.sh begin$/,/^# slim-tree.sh end$/d' "$exclude"
     git reset -q
     ;;
-  *) echo "usage: slim-tree.sh on|toy|off"; exit 2 ;;
+  *) echo "usage: slim-tree.sh on|toy|oracle|off"; exit 2 ;;
 esac
 git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1

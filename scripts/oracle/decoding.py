@@ -272,6 +272,11 @@ def openai_beam(ref, enc, beam_size=5, patience=1.0, length_penalty=None):
     sums = [0.0] * beam_size
     finished = {}
     max_candidates = round(beam_size * patience)
+    # How close the search came to another outcome: at each step the gap between the last
+    # candidate kept and the first one dropped (a logit moved by less than that cannot
+    # change which sequences go on), and at the end the gap between the best two ranked
+    # candidates.
+    margins = []
     for _ in range(SAMPLE_LEN):
         logits = ref.logits(enc, rows).logits[:, -1].float().clone()
         apply_filters(ref, logits, rows, begin)
@@ -284,13 +289,17 @@ def openai_beam(ref, enc, beam_size=5, patience=1.0, length_penalty=None):
                 scores[seq] = float(np.float32(sums[j]) + np.float32(lp))
                 sources[seq] = j
         nxt, nsums, newly = [], [], {}
-        for seq in sorted(scores, key=scores.get, reverse=True):
+        ranked = sorted(scores, key=scores.get, reverse=True)
+        for n, seq in enumerate(ranked):
             if seq[-1] == ref.eot:
                 newly[seq] = scores[seq]
             else:
                 nxt.append(list(seq))
                 nsums.append(scores[seq])
                 if len(nxt) == beam_size:
+                    dropped = [scores[q] for q in ranked[n + 1:] if q[-1] != ref.eot]
+                    if dropped:
+                        margins.append(scores[seq] - dropped[0])
                     break
         rows, sums = nxt, nsums
         for seq in sorted(newly, key=newly.get, reverse=True):
@@ -310,10 +319,15 @@ def openai_beam(ref, enc, beam_size=5, patience=1.0, length_penalty=None):
     def score(lp, n):
         pen = n if length_penalty is None else ((5 + n) / 6) ** length_penalty
         return lp / pen
-    best = int(np.argmax([score(lp, len(c)) for lp, c in zip(lps, cands)]))
+    ranks = [score(lp, len(c)) for lp, c in zip(lps, cands)]
+    best = int(np.argmax(ranks))
+    if len(ranks) > 1:
+        top = sorted(ranks, reverse=True)
+        margins.append(top[0] - top[1])
     text = ref.decode_text(cands[best]).strip()
     return {"tokens": cands[best], "sum_logprob": lps[best], "avg_logprob": lps[best] / (len(cands[best]) + 1),
-            "text": text, "candidates": [{"tokens": c, "sum_logprob": lp} for c, lp in zip(cands, lps)]}
+            "text": text, "candidates": [{"tokens": c, "sum_logprob": lp} for c, lp in zip(cands, lps)],
+            "min_margin": min(margins) if margins else None}
 
 
 def language_probs(ref, enc):

@@ -11,7 +11,10 @@ run's fields (reference text, segments) and replacing the hypotheses:
   hyp_timestamps, ids_timestamps   OpenAI greedy, timestamps on, the clip's language given
   detected_lang                    argmax of the language probabilities at the SOT step
   no_speech_prob                   at the SOT step of that decoding
-  oracle                           min top-2 logit margin of the decoding, how it was made
+  oracle                           min top-2 logit margin of the decoding, how it was made;
+                                   beam5_min_margin: OpenAI beam search (5 beams, timestamps)
+                                   on the same window, the smallest gap between a kept and a
+                                   dropped candidate at any step or between the best two at the end
 Usage (repo root, on the GPU machine): python3 scripts/oracle/toy_eval.py --out DIR
 (writes DIR/references.json; copy it over tests/data/toy-eval/references.json).
 """
@@ -72,11 +75,14 @@ def main():
         clip["hyp_timestamps"] = g["text"]
         clip["ids_timestamps"] = g["tokens"]
         clip["no_speech_prob"] = g["no_speech_prob"]
-        clip["oracle"] = {"min_margin": g["min_margin"], "method": "scripts/oracle/toy_eval.py: OpenAI greedy, "
+        b = decoding.openai_beam(ref, enc, 5)
+        clip["oracle"] = {"min_margin": g["min_margin"], "beam5_min_margin": b["min_margin"],
+                          "method": "scripts/oracle/toy_eval.py: OpenAI greedy and beam 5, "
                           "timestamps, language given, fp32, TF32 off, eager attention, batch 1"}
         for stale in ("hyp_segments", "hyp_plain", "ids_plain"):  # the training run's, not redone here
             clip.pop(stale, None)
-        print(f"{clip['file']}: {clip['detected_lang']} margin {g['min_margin']:.4f} | {g['text'][:90]}", flush=True)
+        print(f"{clip['file']}: {clip['detected_lang']} margin {g['min_margin']:.4f} beam {b['min_margin']:.4f} "
+              f"| {g['text'][:90]}", flush=True)
     with open(os.path.join(args.out, "references.json"), "w", encoding="utf-8") as f:
         json.dump(clips, f, indent=1, ensure_ascii=False)
     print("wrote", os.path.join(args.out, "references.json"))
