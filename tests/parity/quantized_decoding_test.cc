@@ -99,15 +99,27 @@ std::unique_ptr<Engine> toy_engine(const std::string& compute_type) {
 struct Clip {
   std::string file, language;
   std::vector<float> audio;
+  // The oracle's beam search gap (references.json oracle.beam5_min_margin: the smallest gap
+  // between a kept and a dropped candidate, or between the best two at the end).
+  double beam_margin = 1e9;
 };
+
+// A beam run whose oracle gap is below this is a near-tie: recorded, not judged (as the GPU
+// fast path's test does for bf16; docs/parity.md). Found with run 12's checkpoint: int8 on
+// fr-multi-17 (gap 0.017) wrote a nonsense word differently, 4 tokens apart.
+constexpr double kBeamNearTie = 0.1;
 
 const std::vector<Clip>& toy_clips() {
   static const std::vector<Clip> clips = [] {
     std::vector<Clip> out;
     for (const auto& ref : nlohmann::json::parse(test::read_file(test::data_path("toy-eval/references.json")))) {
       const std::string file = ref["file"];
-      out.push_back({file, ref["lang"].is_string() ? ref["lang"].get<std::string>() : "en",
-                     decode_audio_file(test::data_path("toy-eval/" + file))});
+      Clip c{file, ref["lang"].is_string() ? ref["lang"].get<std::string>() : "en",
+             decode_audio_file(test::data_path("toy-eval/" + file))};
+      if (ref.contains("oracle") && ref["oracle"].contains("beam5_min_margin") &&
+          ref["oracle"]["beam5_min_margin"].is_number())
+        c.beam_margin = ref["oracle"]["beam5_min_margin"];
+      out.push_back(std::move(c));
     }
     return out;
   }();
@@ -182,22 +194,31 @@ TEST_P(ToyQuantized, AtMostTwoDifferingTokensPerClip) {
     GTEST_SKIP() << GetParam() << " runs with HARK_SLOW_TESTS=1 (int8 runs by default)";
   const auto quantized = toy_engine(GetParam());
   const std::vector<ClipRun> all = runs();
-  size_t worst = 0, total = 0, raw_total = 0, tokens = 0;
+  size_t worst = 0, worst_near_tie = 0, judged = 0, total = 0, raw_total = 0, tokens = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     const Clip& clip = toy_clips()[all[i].clip];
     const Transcript& reference = reference_transcripts()[i];
     const Transcript got = quantized->transcribe(clip.audio, decoding(all[i].beam, clip.language));
     const std::vector<int> ref = canonical_tokens(reference, toy_tokenizer());
     const size_t d = test::edit_distance(ref, canonical_tokens(got, toy_tokenizer()));
-    EXPECT_LE(d, kMaxDifferingTokens) << clip.file << (all[i].beam ? " beam 5" : " greedy");
-    worst = std::max(worst, d), total += d, tokens += ref.size();
+    if (all[i].beam && clip.beam_margin < kBeamNearTie) {
+      worst_near_tie = std::max(worst_near_tie, d);
+    } else {
+      EXPECT_LE(d, kMaxDifferingTokens) << clip.file << (all[i].beam ? " beam 5" : " greedy");
+      worst = std::max(worst, d);
+      ++judged;
+    }
+    total += d, tokens += ref.size();
     raw_total += test::edit_distance(all_tokens(reference), all_tokens(got));
   }
+  EXPECT_GE(judged, all.size() / 2) << "most runs must be judged";
   RecordProperty("worst_clip_differing_tokens", std::to_string(worst));
+  RecordProperty("worst_near_tie_differing_tokens", std::to_string(worst_near_tie));
   RecordProperty("differing_tokens", std::to_string(total) + " of " + std::to_string(tokens));
   RecordProperty("differing_tokens_as_sampled", std::to_string(raw_total));
-  std::printf("%s: %zu of %zu tokens differ (%zu as sampled), worst clip %zu\n", GetParam(), total, tokens,
-              raw_total, worst);
+  std::printf("%s: %zu of %zu tokens differ (%zu as sampled), worst judged clip %zu (%zu of %zu runs judged; "
+              "beam near-ties: worst %zu)\n",
+              GetParam(), total, tokens, raw_total, worst, judged, all.size(), worst_near_tie);
   EXPECT_GT(tokens, kSanitized ? 80u : 250u);
 }
 

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +24,11 @@ namespace hark {
 namespace {
 
 struct StepReport {
-  int differing_argmax = 0;
+  // Steps whose top token differs although the fp32 top-2 margin exceeds how far the
+  // quantized path moved any logit at that step (judged), and those where it does not (a
+  // near-tie of the random weights, recorded: which side wins depends on the rounding of
+  // the CPU's kernels, e.g. AVX2 against AVX-512).
+  int differing_argmax = 0, near_tie_flips = 0;
   double worst_rel_l2 = 0;
   int steps = 0;
 };
@@ -40,7 +47,15 @@ StepReport compare_forced(WhisperModel& ref, WhisperModel& quant, const Tensor& 
   for (size_t step = 0; step < tokens.size(); ++step) {
     const Tensor a = ref.decode(*state_ref, std::span<const int32_t>(&tokens[step], 1), 1);
     const Tensor b = quant.decode(*state_quant, std::span<const int32_t>(&tokens[step], 1), 1);
-    report.differing_argmax += argmax(a.data<float>(), n_vocab) != argmax(b.data<float>(), n_vocab);
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    if (argmax(pa, n_vocab) != argmax(pb, n_vocab)) {
+      std::vector<float> top(pa, pa + n_vocab);
+      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+      float moved = 0;
+      for (int64_t v = 0; v < n_vocab; ++v) moved = std::max(moved, std::abs(pb[v] - pa[v]));
+      (top[0] - top[1] > moved ? report.differing_argmax : report.near_tie_flips) += 1;
+    }
     report.worst_rel_l2 = std::max(report.worst_rel_l2, test::relative_l2(b, a));
     ++report.steps;
   }
@@ -80,8 +95,9 @@ TEST_P(SyntheticQuantized, ForcedDecodingAgreesWithFp32) {
   EXPECT_LE(r.worst_rel_l2, c.max_rel_l2);
   RecordProperty("differing_argmax", std::to_string(r.differing_argmax));
   RecordProperty("worst_logits_rel_l2", std::to_string(r.worst_rel_l2));
-  std::printf("%s %s: %d of %d steps differ, worst logits rel L2 %.4f\n", c.size, c.compute_type, r.differing_argmax,
-              r.steps, r.worst_rel_l2);
+  RecordProperty("near_tie_flips", std::to_string(r.near_tie_flips));
+  std::printf("%s %s: %d of %d steps differ (and %d near-ties), worst logits rel L2 %.4f\n", c.size, c.compute_type,
+              r.differing_argmax, r.steps, r.near_tie_flips, r.worst_rel_l2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SyntheticQuantized,
