@@ -9,8 +9,9 @@ if(HARK_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      # sm_90 (Hopper, H100/H200) as real code plus PTX for older GPUs.
-      set(CMAKE_CUDA_ARCHITECTURES 90-real 80-virtual)
+      # sm_90a (Hopper, H100/H200, with its wgmma instructions) as real code plus PTX for
+      # other GPUs, which the driver compiles at load.
+      set(CMAKE_CUDA_ARCHITECTURES 90a-real 80-virtual)
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)

@@ -17,11 +17,11 @@ jobs=${JOBS:-$(nproc)}
 fuzz_seconds=${HARK_FUZZ_SECONDS:-30}
 
 echo "== release build"
-# The CUDA kernels for sm_90 only: this build checks that they compile (no GPU here runs
+# The CUDA kernels for sm_90a only: this build checks that they compile (no GPU here runs
 # them), and the compute_80 PTX of CMake's default (cmake/HarkCuda.cmake) would compile
 # each kernel twice. scripts/device/ builds the default for the GPU machines.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHARK_BUILD_TESTS=ON -DHARK_BENCH=ON \
-  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0 -DCMAKE_CUDA_ARCHITECTURES=90-real >/dev/null
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0 -DCMAKE_CUDA_ARCHITECTURES=90a-real >/dev/null
 cmake --build build -j "$jobs"
 summary=$(mktemp)
 ctest --test-dir build --output-on-failure -j "$jobs" | tee -a "$summary"

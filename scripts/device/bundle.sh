@@ -8,13 +8,13 @@
 #           libstdc++ or CUDA's own libraries, which the host has in newer versions)
 # The build leaves FFmpeg out (-DHARK_FFMPEG=OFF: WAV input only; that host has no
 # FFmpeg), uses OpenBLAS for CPU products (oneDNN's library alone is 40 MB), targets
-# x86-64-v3 instead of this CPU, and compiles the kernels for sm_90 (H100/H200).
+# x86-64-v3 instead of this CPU, and compiles the kernels for sm_90a (H100/H200, wgmma included).
 #   bash scripts/device/bundle.sh            then, on the device:  bash scripts/device/run-all.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=build-device
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHARK_FFMPEG=OFF -DHARK_GEMM=openblas -DHARK_NATIVE=OFF \
-  -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_C_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_C_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DHARK_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target hark hark_cuda_module hark_test_cuda hark_test_gpu hark_test_model
 out=.device-carry/bundle

@@ -24,7 +24,9 @@
 #include <cstring>
 
 #include "core/cuda/device/mma.cuh"
+#include "core/cuda/device/online_softmax.cuh"
 #include "core/cuda/device/pdl.cuh"
+#include "core/cuda/device/swizzled_tile.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
 #include "core/cuda/launch.cuh"
@@ -35,29 +37,6 @@ namespace {
 using namespace device;
 constexpr int kKeys = 64;  // keys per tile
 constexpr int kThreads = 128;
-
-// Element offset of (row, col) in a [rows × HD] tile with swizzled 8-element chunks.
-template <int HD>
-__device__ __forceinline__ int swz(int row, int col) {
-  return row * HD + ((((col >> 3) ^ (row & (HD / 8 - 1)))) << 3) + (col & 7);
-}
-
-// Loads rows [row0, row0 + ROWS) of an HD-column block (src points at its first column,
-// rows `ld` apart) into a swizzled tile with THREADS threads; rows at or past `rows`
-// become zeros.
-template <int HD, int ROWS, int THREADS, class T>
-__device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int64_t row0, int64_t rows) {
-  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
-  static_assert(ROWS * kChunks % THREADS == 0, "every thread loads the same number of chunks");
-#pragma unroll
-  for (int i = 0; i < ROWS * kChunks / THREADS; ++i) {
-    const int chunk = threadIdx.x + i * THREADS;
-    const int r = chunk / kChunks, c = (chunk % kChunks) * 8;
-    const bool valid = row0 + r < rows;
-    const T* g = valid ? src + (row0 + r) * ld + c : src;
-    cp_async16(tile + swz<HD>(r, c), g, valid);
-  }
-}
 
 // M 16-row tiles per warp: a block owns 64·M query rows.
 template <int HD, int M, int kMinBlocks, class T>
@@ -126,58 +105,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __
         }
       }
     }
-    // Online softmax in the log2 domain, per row tile; keys past the end get −∞, checked
-    // only on the last, partial tile (every earlier tile is whole).
+    // Online softmax in the log2 domain, per row tile (device/online_softmax.cuh).
     const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
     const bool partial = key0 + kKeys > t;
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool valid = !partial || key0 + j * 8 + tig * 2 + (e & 1) < t;
-          s[m][j][e] = valid ? s[m][j][e] * scale_log2 : -INFINITY;
-          mx[e >> 1] = fmaxf(mx[e >> 1], s[m][j][e]);
-        }
-      }
-      float corr[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float m_new = fmaxf(m_run[m][r], mx[r]);
-        corr[r] = exp2f(m_run[m][r] - m_new);
-        m_run[m][r] = m_new;
-        l_run[m][r] *= corr[r];
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[m][j][e] = exp2f(s[m][j][e] - m_run[m][e >> 1]);
-          l_run[m][e >> 1] += s[m][j][e];
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[m][j][e] *= corr[e >> 1];
-      }
-    }
+    for (int m = 0; m < M; ++m) online_softmax_16x64(s[m], m_run[m], l_run[m], o[m], scale_log2, key0, partial, tig, t);
     // O += P V: P's accumulator layout is the A-fragment layout of the next product; each
     // V fragment serves every row tile.
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       unsigned pa[M][4];
 #pragma unroll
-      for (int m = 0; m < M; ++m) {
-        pa[m][0] = pack2<T>(s[m][2 * kk][0], s[m][2 * kk][1]);
-        pa[m][1] = pack2<T>(s[m][2 * kk][2], s[m][2 * kk][3]);
-        pa[m][2] = pack2<T>(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
-        pa[m][3] = pack2<T>(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
-      }
+      for (int m = 0; m < M; ++m) p_fragment<T>(s[m], kk, pa[m]);
 #pragma unroll
       for (int dp = 0; dp < kTiles / 2; ++dp) {
         unsigned b[4];
@@ -196,10 +135,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __
   for (int m = 0; m < M; ++m) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float l = l_run[m][r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv = 1.0f / l;
+      const float inv = softmax_inverse_sum(l_run[m], r);
       const int64_t row = q0 + warp * 16 * M + m * 16 + g + r * 8;
       if (row >= t) continue;
 #pragma unroll
@@ -215,8 +151,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __
 void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads, int head_dim,
                      cudaStream_t stream) {
   if (batch <= 0 || t <= 0) return;
-  // Measurement switch, read at each launch so that a test can run both kernels.
+  // Measurement switch, read at each launch so that a test can run every kernel: unset or
+  // "wgmma", the warpgroup kernel where it applies (flash_attention_wgmma.cu), else the
+  // 128-row mma.sync kernel; "wide" that one; "narrow" the 64-row one.
   const char* env = std::getenv("HARK_CUDA_FLASH");
+  const bool mma_only = env && (std::strcmp(env, "wide") == 0 || std::strcmp(env, "narrow") == 0);
+  const bool wgmma_asked = env && std::strcmp(env, "wgmma") == 0;
+  if (wgmma_asked && !flash_attention_wgmma_applies(head_dim))
+    throw Error(ErrorCode::Unavailable,
+                "[cuda] HARK_CUDA_FLASH=wgmma: the warpgroup kernel needs head dim 64, a GPU of compute capability 9.0 "
+                "and a CUDA module built for sm_90a (CMAKE_CUDA_ARCHITECTURES naming 90a, the default)");
+  if (!mma_only && flash_attention_wgmma_applies(head_dim)) {
+    flash_attention_wgmma(dt, qkv, out, batch, t, n_heads, stream);
+    return;
+  }
   const bool wide = !(env && std::strcmp(env, "narrow") == 0);
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim, rows = wide ? 128 : 64;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(head_dim));  // log2(e) / sqrt(hd)

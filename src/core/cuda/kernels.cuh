@@ -80,6 +80,11 @@ inline bool attention_head_dim_supported(int64_t head_dim) { return head_dim == 
 // qkv[batch·t, 3·d] packed (d = n_heads · head_dim), out[batch·t, d]; no score matrix.
 void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads, int head_dim,
                      cudaStream_t stream);
+// flash_attention_wgmma.cu: the same on Hopper's warpgroup MMA, head dim 64, where the
+// current GPU is compute capability 9.0 and the module holds sm_90a code (HARK_CUDA_SM90A).
+bool flash_attention_wgmma_applies(int head_dim);
+void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads,
+                           cudaStream_t stream);
 
 
 // ---- decoder_attention.cu: any activation dtype -----------------------------------------

@@ -1,0 +1,192 @@
+// Encoder self-attention on Hopper's warpgroup MMA (wgmma, sm_90a), head dim 64: the
+// flash-attention scheme of flash_attention.cu with both products issued per warpgroup.
+//
+// Why: the mma.sync kernel reads each K and V fragment from shared memory into every
+// warp's registers (ldmatrix), so a warp of 32 query rows moves 16 KB through shared memory
+// per 64-key tile for 262 144 multiply-adds — as many cycles of shared-memory bandwidth as
+// of tensor-core work — and mma.sync does not reach Hopper's full tensor rate. wgmma reads
+// B straight from shared memory once per warpgroup of 64 rows: half the traffic per
+// product, issued asynchronously. The kernel at 128 rows per block ran at ~240 TFLOP/s on
+// an H200 (1.52 ms of a batch-32 large-v3-turbo window's 4.4 ms of kernels, 2026-12-01).
+//
+// Layout: a block of two warpgroups (256 threads) owns 128 query rows of one head, each
+// warpgroup 64. Q is loaded once into registers (the A fragments of S = Q·Kᵀ); K and V
+// tiles of 64 keys stream through shared memory in two stages (cp.async), stored with the
+// 128-byte swizzle that the wgmma descriptors name; S (64 × 64 per warpgroup, fp32) is four
+// m64n64k16 products over the head dim with K as a K-major B; the softmax runs on S in
+// registers with the same arithmetic as the mma.sync kernel (device/online_softmax.cuh);
+// P, converted in registers, is the A of O += P·V, V an MN-major B (its rows are keys).
+// Keys past the end arrive as zeros and are masked on the last tile; query rows past the
+// end are computed on zeros and not stored.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device/mma.cuh"
+#include "core/cuda/device/online_softmax.cuh"
+#include "core/cuda/device/pdl.cuh"
+#include "core/cuda/device/swizzled_tile.cuh"
+#include "core/cuda/device/wgmma.cuh"
+#include "core/cuda/dispatch.cuh"
+#include "core/cuda/kernels.cuh"
+#include "core/cuda/launch.cuh"
+
+namespace hark::cuda {
+namespace {
+
+using namespace device;
+constexpr int kHd = 64;                    // head dim: a K/V row is 128 bytes, one swizzle atom wide
+constexpr int kKeys = 64;                  // keys per tile
+constexpr int kRows = 128;                 // query rows per block
+constexpr int kThreads = 256;              // two warpgroups
+constexpr int kTileBytes = kKeys * kHd * 2;  // one K or V stage: 8 KB
+// Q 16 KB + K and V 2 × 8 KB each, and room to start the tiles on a 1024-byte boundary.
+constexpr int kSmemBytes = kRows * kHd * 2 + 4 * kTileBytes + 1024;
+
+template <class T>
+__global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __restrict__ qkv, T* __restrict__ out,
+                                                                 int64_t t, int64_t d, float scale_log2) {
+#ifdef HARK_WGMMA
+  pdl_enter();
+  extern __shared__ unsigned char smem_raw[];
+  // The swizzle is applied to address bits: every tile starts on a 1024-byte boundary.
+  T* qs = reinterpret_cast<T*>(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
+  // Stage s of K at ks + s·kTile, of V at vs + s·kTile (no array of pointers: a run-time
+  // index into one would put it on the stack).
+  constexpr int kTile = kKeys * kHd;
+  T* ks = qs + kRows * kHd;
+  T* vs = ks + 2 * kTile;
+  const int head = blockIdx.y;
+  const int64_t ld = 3 * d;
+  const T* base = qkv + blockIdx.z * t * ld + head * kHd;
+  const T* k_src = base + d;
+  const T* v_src = base + 2 * d;
+  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  // This warp's 16 rows within the block: warpgroup warp / 4 owns rows 64·(warp / 4) ..,
+  // its warp w % 4 the 16 from 16·(w % 4), as the wgmma accumulator layout has them.
+  const int row_in_block = warp * 16;
+
+  load_tile<kHd, kRows, kThreads>(qs, base, ld, q0, t);
+  load_tile<kHd, kKeys, kThreads>(ks, k_src, ld, 0, t);
+  load_tile<kHd, kKeys, kThreads>(vs, v_src, ld, 0, t);
+  cp_async_commit();
+
+  unsigned qa[kHd / 16][4];
+  float o[8][4] = {};
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  const int tiles = static_cast<int>((t + kKeys - 1) / kKeys);
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int stage = tile & 1;
+    if (tile + 1 < tiles) {
+      load_tile<kHd, kKeys, kThreads>(ks + (stage ^ 1) * kTile, k_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+      load_tile<kHd, kKeys, kThreads>(vs + (stage ^ 1) * kTile, v_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    fence_proxy_async_shared();  // the tile's cp.async writes, for wgmma's reads
+    __syncthreads();
+    if (tile == 0) {
+#pragma unroll
+      for (int kk = 0; kk < kHd / 16; ++kk)
+        ldmatrix_x4(qa[kk], qs + swz<kHd>(row_in_block + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
+    }
+    // S = Q Kᵀ: K's rows are the keys (B is K-major); each k-step of 16 head dims is 32
+    // bytes further along the rows.
+    float s[8][4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHd / 16; ++kk)
+      wgmma_64x64x16<T, false>(s, qa[kk], wgmma_desc_sw128(ks + stage * kTile + kk * 16, 16, 1024), kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(s);
+
+    const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
+    online_softmax_16x64(s, m_run, l_run, o, scale_log2, key0, key0 + kKeys > t, tig, t);
+
+    // O += P V: P's accumulators are the A fragments; V's rows are keys (B is MN-major),
+    // each k-step of 16 keys 16 rows (2 KB) further on.
+    unsigned pa[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) p_fragment<T>(s, kk, pa[kk]);
+    fence_registers(o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_64x64x16<T, true>(o, pa[kk], wgmma_desc_sw128(vs + stage * kTile + kk * 16 * kHd, 1024, 1024), true);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(o);
+    __syncthreads();  // every warpgroup is done with this stage before it is refilled
+  }
+  T* dst = out + blockIdx.z * t * d + head * kHd;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float inv = softmax_inverse_sum(l_run, r);
+    const int64_t row = q0 + row_in_block + g + r * 8;
+    if (row >= t) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) = pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+  }
+#else
+  __trap();  // launched only where the module holds sm_90a code (flash_attention_wgmma below)
+#endif
+}
+
+// Whether this process's current GPU runs the kernel: compute capability 9.0 exactly (the
+// sm_90a code is not forward compatible) and a module built with sm_90a code.
+bool wgmma_device() {
+#ifdef HARK_CUDA_SM90A
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return false;
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool flash_attention_wgmma_applies(int head_dim) {
+  if (head_dim != kHd) return false;
+  // Per device, asked once each (a process may drive GPUs of different kinds).
+  constexpr int kDevices = 64;
+  static std::atomic<int8_t> known[kDevices] = {};  // 0 not asked yet, 1 yes, -1 no
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return false;
+  int8_t v = known[device].load(std::memory_order_relaxed);
+  if (v == 0) known[device].store(v = wgmma_device() ? 1 : -1, std::memory_order_relaxed);
+  return v > 0;
+}
+
+void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads,
+                           cudaStream_t stream) {
+  const int64_t d = static_cast<int64_t>(n_heads) * kHd;
+  const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(kHd));  // log2(e) / sqrt(hd)
+  dim3 grid(static_cast<unsigned>((t + kRows - 1) / kRows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));
+  dispatch_half(dt, [&](auto tag) {
+    using T = decltype(tag);
+    // Over the 48 KB a block gets without asking; set once per kernel (and per device,
+    // which the attribute is not: it is the function's, for every device).
+    static const bool sized = [] {
+      check(cudaFuncSetAttribute(flash_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
+            "flash attention shared memory");
+      return true;
+    }();
+    (void)sized;
+    launch_kernel(flash_wgmma_kernel<T>, grid, kThreads, kSmemBytes, stream, static_cast<const T*>(qkv),
+                  static_cast<T*>(out), t, d, scale_log2);
+  });
+}
+
+}  // namespace hark::cuda
