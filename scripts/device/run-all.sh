@@ -81,6 +81,9 @@ run() {  # name, timeout seconds, command...
   # The bundle's own record (bundle.sh): the device copy's git HEAD can lag behind it.
   echo "bundle built from: $(cat "$bundle/source_commit" 2>/dev/null || echo unknown)"
 } | tee "$results"
+# On Hopper GPUs (compute capability 9.0) the wgmma kernels must be there: a test that finds
+# them unavailable fails instead of skipping (CudaOps.EncoderSelfAttention).
+[[ $(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1) == 9.0 ]] && export HARK_EXPECT_WGMMA=1
 missing=$(ldd "$hark" "$HARK_CUDA_MODULE" | grep 'not found' | sort -u)
 [[ -n $missing ]] && { echo "missing libraries: $missing" | tee -a "$results"; exit 1; }
 
@@ -127,6 +130,9 @@ if [[ $mode == batching-bench ]]; then
 fi
 
 if [[ $mode == focus ]]; then
+  # Hopper's own matrix instructions in the module: HGMMA (wgmma) beside HMMA (mma.sync).
+  echo "SASS of the CUDA module: $(cuobjdump --dump-sass "$HARK_CUDA_MODULE" 2>/dev/null | grep -c HGMMA) HGMMA," \
+    "$(cuobjdump --dump-sass "$HARK_CUDA_MODULE" 2>/dev/null | grep -c HMMA) HMMA instructions" | tee -a "$results"
   section "focus: CUDA ops ${FOCUS_TESTS:-*Attention*}"
   run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_filter="${FOCUS_TESTS:-*Attention*}"
   if [[ ${FOCUS_GPU_TESTS:-} != - ]]; then

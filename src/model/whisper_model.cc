@@ -29,29 +29,29 @@ WhisperModel::WhisperModel(std::shared_ptr<const Checkpoint> checkpoint, std::sh
 
 // ~WhisperModel is in encoder_replay.cc (it forgets the recorded encoder steps).
 
-// The windows as the convolutions read them: [batch · 2·n_ctx, n_mels], time-major, in
-// the compute dtype, on the device. One upload for all the windows and the transposes on
-// the device (the convolutions run time-major so that each is one product whose output is
-// already the encoder's [T, d] layout). Until 2026-12-01 each window was transposed on the
-// host and uploaded with a synchronisation of its own, the GPU idle meanwhile; the gain of
-// this alone was not measured apart (the same GPU call changed the CUDA allocator's release
-// threshold, cuda_backend.cc).
-Tensor WhisperModel::batch_frames(std::span<const Tensor> mels, int n_ctx) {
+// One window as the convolutions read it: [2·n_ctx, n_mels], time-major, in the compute
+// dtype, on the device (the convolutions run time-major so that each is one product whose
+// output is already the encoder's [T, d] layout). `staging` is page-locked host memory
+// for the window's [n_mels, 2·n_ctx] f32 values: their upload is asynchronous, so the host
+// copies the next window in while this one is converted, transposed and convolved. Until
+// 2026-12-01 a batch's windows were copied into one pageable host tensor and uploaded with
+// a synchronisation (the GPU idle for both: ~49 MB for 32 windows), and before that each
+// window was transposed on the host.
+Tensor WhisperModel::window_frames(const Tensor& mel, int n_ctx, Tensor& staging) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
-  const int64_t batch = static_cast<int64_t>(mels.size()), n_frames = 2LL * n_ctx;
-  Tensor host = Tensor::empty({batch * hp.n_mels, n_frames});
-  for (int64_t b = 0; b < batch; ++b)
-    for (int m = 0; m < hp.n_mels; ++m)
-      std::memcpy(host.data<float>() + (b * hp.n_mels + m) * n_frames, mels[b].data<float>() + m * mels[b].dim(1),
-                  n_frames * sizeof(float));
-  Tensor mel_major = be.alloc(host.shape(), be.act_dtype());
-  be.copy(host, mel_major);  // converts on the way when the compute dtype is not f32
-  Tensor frames = be.alloc({batch * n_frames, hp.n_mels}, be.act_dtype());
-  for (int64_t b = 0; b < batch; ++b) {
-    Tensor dst = frames.rows(b * n_frames, (b + 1) * n_frames);
-    be.transpose(mel_major.rows(b * hp.n_mels, (b + 1) * hp.n_mels), dst);
+  const int64_t n_frames = 2LL * n_ctx;
+  for (int m = 0; m < hp.n_mels; ++m)
+    std::memcpy(staging.data<float>() + m * n_frames, mel.data<float>() + m * mel.dim(1), n_frames * sizeof(float));
+  Tensor uploaded = be.alloc(staging.shape(), DType::F32);
+  be.copy_async(staging, uploaded);
+  Tensor mel_major = uploaded;
+  if (be.act_dtype() != DType::F32) {
+    mel_major = be.alloc(staging.shape(), be.act_dtype());
+    be.copy(uploaded, mel_major);  // converts on the device
   }
+  Tensor frames = be.alloc({n_frames, hp.n_mels}, be.act_dtype());
+  be.transpose(mel_major, frames);
   return frames;
 }
 
@@ -92,17 +92,28 @@ Tensor WhisperModel::encode_batch(std::span<const Tensor> mels, int audio_ctx) {
   Backend& be = *backend_;
   const int n_ctx = checked_audio_ctx(mels, audio_ctx);
   const int batch = static_cast<int>(mels.size());
-  const Tensor frames = batch_frames(mels, n_ctx);
   const int64_t n_frames = 2LL * n_ctx;
   Tensor x;
-  if (batch == 1) {
-    x = encoder_convolutions(frames, n_ctx);
-  } else {
-    x = be.alloc({static_cast<int64_t>(batch) * n_ctx, hp.n_audio_state}, be.act_dtype());
+  {
+    // The staging buffer is the model's, reused by every batch: wait until the last batch's
+    // uploads have left it (only the uploads: its kernels may still be running).
+    std::lock_guard<std::mutex> lock(staging_mutex_);
+    if (staging_uploaded_) be.wait_for(*staging_uploaded_);
+    const int64_t rows = static_cast<int64_t>(batch) * hp.n_mels;
+    if (!staging_.defined() || staging_.dim(0) < rows || staging_.dim(1) != n_frames)
+      staging_ = be.alloc_host({rows, n_frames}, DType::F32);
     for (int b = 0; b < batch; ++b) {
+      Tensor slot = staging_.rows(static_cast<int64_t>(b) * hp.n_mels, static_cast<int64_t>(b + 1) * hp.n_mels);
+      Tensor conv = encoder_convolutions(window_frames(mels[b], n_ctx, slot), n_ctx);
+      if (batch == 1) {
+        x = conv;
+        break;
+      }
+      if (!x.defined()) x = be.alloc({static_cast<int64_t>(batch) * n_ctx, hp.n_audio_state}, be.act_dtype());
       Tensor dst = x.rows(static_cast<int64_t>(b) * n_ctx, static_cast<int64_t>(b + 1) * n_ctx);
-      be.copy(encoder_convolutions(frames.rows(b * n_frames, (b + 1) * n_frames), n_ctx), dst);
+      be.copy(conv, dst);
     }
+    staging_uploaded_ = be.mark();
   }
   for (int i = 0; i < hp.n_audio_layer; ++i) encoder_block(x, batch, i);
   return norm(be, x, layers_.ln_post);

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -161,7 +162,9 @@ class WhisperModel {
   void reorder_rows(DecoderState& state, int first, std::span<const int> source);
 
  private:
-  Tensor batch_frames(std::span<const Tensor> mels, int n_ctx);
+  // One window's mel, through `staging` (page-locked, [n_mels, 2·n_ctx] f32), as the
+  // convolutions' input on the device.
+  Tensor window_frames(const Tensor& mel, int n_ctx, Tensor& staging);
   Tensor encoder_convolutions(const Tensor& frames, int n_ctx);
   // The n_ctx the windows encode to, after checking their shapes.
   Tensor cross_kv(const Tensor& features);
@@ -197,6 +200,11 @@ class WhisperModel {
   ModelLayers layers_;
   std::shared_ptr<DecoderBufferPool> pool_;
   std::mutex encoder_mutex_;
+  // encode_batch's page-locked staging of the windows' mels, and the mark after its last
+  // upload (the next batch waits for it before writing the buffer again).
+  std::mutex staging_mutex_;
+  Tensor staging_;
+  std::optional<uint64_t> staging_uploaded_;
   std::map<int, std::unique_ptr<EncoderReplay>> encoder_replays_;  // by n_ctx
 };
 
