@@ -25,7 +25,6 @@ case "${1:-}" in
       $1 == "models" || ($1 == "scripts" && $2 == "device") || $0 == "scripts/bench-batching.sh" { next }
       $1 == "tests" && $2 == "data" && $3 == "toy-eval" { next }
       $0 == "assets/multilingual.tiktoken" || $0 == "assets/mel_filters.npz" { next }
-      $0 == "tests/data/audio/jfk.wav" { next }  # the turbo bench clip (344 KB), for focus calls
       { print }')
     printf '%s\0' "${drop[@]}" | xargs -0 git rm -q --cached --
     { echo "# slim-tree.sh begin"; printf '/%s\n' "${drop[@]}"; echo "# slim-tree.sh end"; } >>"$exclude"
