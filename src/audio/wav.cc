@@ -97,6 +97,15 @@ inline double read_sample(const uint8_t* p, const WavFormat& f) {
 std::vector<float> mix_to_mono(const uint8_t* data, uint64_t frames, const WavFormat& f) {
   std::vector<float> mono(frames);
   const int bps = f.bytes_per_sample;
+  if (f.channels == 1 && f.tag == kTagPcm && bps == 2) {
+    // The common case (16-bit mono, as the models' 16 kHz input usually comes): the general
+    // loop below spent ~2.6 ns a sample on the format switch, the double and the finiteness
+    // check, which integers never fail (0.46 ms for an 11 s clip on the development VM). Bit
+    // for bit the same value: scaling by a power of two is exact in float and in double.
+    for (uint64_t i = 0; i < frames; ++i)
+      mono[i] = static_cast<float>(static_cast<int16_t>(le16(data + 2 * i))) * (1.0f / 32768.0f);
+    return mono;
+  }
   for (uint64_t i = 0; i < frames; ++i) {
     const uint8_t* frame = data + i * f.block_align;
     double sum = 0;

@@ -46,6 +46,23 @@ TEST(Wav, EveryPcmWidthExact) {
   }
 }
 
+// Mono 16-bit PCM has a fast path of its own: every one of the 65 536 values decodes to
+// s / 32768 exactly, as the general path (two equal channels averaged) decodes it too.
+TEST(Wav, EverySixteenBitValueOnBothPaths) {
+  std::vector<double> v(65536);
+  for (int i = 0; i < 65536; ++i) v[i] = (i - 32768) / 32768.0;
+  const std::vector<float> mono = decode(make_wav(v, 1, 16000, 16));
+  std::vector<double> stereo(2 * v.size());
+  for (size_t i = 0; i < v.size(); ++i) stereo[2 * i] = stereo[2 * i + 1] = v[i];
+  const std::vector<float> general = decode(make_wav(stereo, 2, 16000, 16));
+  ASSERT_EQ(mono.size(), v.size());
+  ASSERT_EQ(general.size(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_EQ(mono[i], static_cast<float>(static_cast<int>(i) - 32768) / 32768.0f) << "value " << i;
+    ASSERT_EQ(mono[i], general[i]) << "value " << i;
+  }
+}
+
 TEST(Wav, FloatFormatsExact) {
   std::vector<double> v = test::sine(440, 16000, 0.2, 0.9);
   v[5] = 1.5;  // float WAVs may exceed full scale; kept as is

@@ -189,10 +189,10 @@ TEST_P(CudaOps, EncoderSelfAttention) {
     int batch, heads, head_dim;
     int64_t t;
   };
-  // Every encoder attention kernel of the 16-bit types against the CPU: the warpgroup
-  // (wgmma) kernel of Hopper GPUs (HARK_CUDA_FLASH=wgmma, the default there for head dim
-  // 64), the mma.sync kernel with 128-row blocks (two row tiles per warp, "wide") and with
-  // 64-row blocks ("narrow"); lengths that end mid-tile, one key tile, one row. The two
+  // Every encoder attention kernel of the 16-bit types against the CPU: the mma.sync
+  // kernel with 128-row blocks (two row tiles per warp, "wide", the default) and with
+  // 64-row blocks ("narrow"), and the warpgroup (wgmma) kernel of Hopper GPUs
+  // (HARK_CUDA_FLASH=wgmma, head dim 64); lengths that end mid-tile, one key tile, one row. The two
   // mma.sync kernels compute each output with the same products in the same order: equal
   // bit for bit. The wgmma kernel shares their softmax; whether its products round the
   // same is reported, not required. Where wgmma does not apply (another GPU, head dim 32)
