@@ -20,6 +20,14 @@ void Backend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const Ten
   linear_packed(h, ws, biases, y);
 }
 
+void Backend::norm_cached_attention(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                    std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                                    Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new,
+                                    int n_heads, Tensor& out) {
+  norm_linear_packed(x, gamma, beta, eps, ws, biases, qkv);
+  cached_attention(qkv, cache_k, cache_v, lengths, n_new, n_heads, out);
+}
+
 // Where tensors live on the host (the CPU backend): the selection, then the feed-back.
 void Backend::select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) {
   if (spec.device() != Device::Cpu || out.device() != Device::Cpu || inputs.device() != Device::Cpu)

@@ -98,6 +98,14 @@ class Backend {
   // `lengths`.
   virtual void cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new,
                                 int n_heads, Tensor& out) = 0;
+  // The decoder's self-attention block before its output projection: the packed Q/K/V
+  // product of layer_norm(x) into qkv (allocated by the caller: [rows·n_new, 3D]), then
+  // cached_attention over it. By default the two ops in turn; CUDA may run a one-row step
+  // in one launch (decoder_self_step.cu), with the same numbers.
+  virtual void norm_cached_attention(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                     std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                                     Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new,
+                                     int n_heads, Tensor& out);
 
   // Cross-attention of the decoder: q[B·n_new, D]; row b reads sequence row_seq[b] (i32 on
   // the device; row_seq_host is the same on the host) of `kv`. When `weights` is given

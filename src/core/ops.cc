@@ -174,20 +174,45 @@ Tensor self_attention(Backend& be, const Tensor& qkv, int batch, int n_heads) {
   return out;
 }
 
+namespace {
+
+// The shapes cached_attention takes (qkv's shape, of the tensor or of the one to be made).
+void check_cached(const Backend& be, const Shape& qkv, const Tensor& cache_k, const Tensor& cache_v,
+                  const Tensor& lengths, int n_new, int n_heads) {
+  require_act("attention", be, cache_k, "cache_k");
+  require_act("attention", be, cache_v, "cache_v");
+  const std::string what = "packed qkv of " + std::to_string(qkv.size() == 2 ? qkv[0] : -1) + " x " +
+                           std::to_string(qkv.empty() ? -1 : qkv.back()) + " vs cache " + cache_k.describe();
+  if (qkv.size() != 2 || n_new <= 0 || n_heads <= 0 || qkv[0] % n_new != 0 || qkv[1] % 3 != 0)
+    shape_error("attention", what);
+  const int64_t d = qkv[1] / 3;
+  if (d % n_heads != 0 || cache_k.shape() != cache_v.shape() || cache_k.rank() != 2 || cache_k.dim(1) != d)
+    shape_error("attention", what);
+  const int64_t rows = qkv[0] / n_new;
+  if (cache_k.dim(0) % rows != 0) shape_error("attention", "cache " + cache_k.describe() + " for " + std::to_string(rows) + " rows");
+  require_i32("attention", lengths, rows, "lengths");
+}
+
+}  // namespace
+
 Tensor cached_attention(Backend& be, const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths,
                         int n_new, int n_heads) {
   require_act("attention", be, qkv, "qkv");
-  require_act("attention", be, cache_k, "cache_k");
-  require_act("attention", be, cache_v, "cache_v");
-  const int64_t d = qkv.dim(1) / 3;
-  if (qkv.rank() != 2 || n_new <= 0 || qkv.dim(0) % n_new != 0 || qkv.dim(1) != 3 * d || d % n_heads != 0 ||
-      cache_k.shape() != cache_v.shape() || cache_k.dim(1) != d)
-    shape_error("attention", "packed qkv " + qkv.describe() + " vs cache " + cache_k.describe());
-  const int64_t rows = qkv.dim(0) / n_new;
-  if (cache_k.dim(0) % rows != 0) shape_error("attention", "cache " + cache_k.describe() + " for " + std::to_string(rows) + " rows");
-  require_i32("attention", lengths, rows, "lengths");
-  Tensor out = be.alloc({qkv.dim(0), d}, be.act_dtype());
+  check_cached(be, qkv.shape(), cache_k, cache_v, lengths, n_new, n_heads);
+  Tensor out = be.alloc({qkv.dim(0), qkv.dim(1) / 3}, be.act_dtype());
   be.cached_attention(qkv, cache_k, cache_v, lengths, n_new, n_heads, out);
+  return out;
+}
+
+Tensor norm_cached_attention(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                             std::span<const Tensor* const> ws, std::span<const Tensor* const> biases, Tensor& cache_k,
+                             Tensor& cache_v, const Tensor& lengths, int n_new, int n_heads) {
+  check_norm(x, gamma, beta);
+  const Shape qkv_shape = packed_output(be, x, ws, biases);
+  check_cached(be, qkv_shape, cache_k, cache_v, lengths, n_new, n_heads);
+  Tensor qkv = be.alloc(qkv_shape, be.act_dtype());
+  Tensor out = be.alloc({qkv_shape[0], qkv_shape[1] / 3}, be.act_dtype());
+  be.norm_cached_attention(x, gamma, beta, 1e-5f, ws, biases, qkv, cache_k, cache_v, lengths, n_new, n_heads, out);
   return out;
 }
 

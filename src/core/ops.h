@@ -35,6 +35,10 @@ Tensor attention(Backend& be, const Tensor& q, const Tensor& k, const Tensor& v,
 Tensor self_attention(Backend& be, const Tensor& qkv, int batch, int n_heads);
 Tensor cached_attention(Backend& be, const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths,
                         int n_new, int n_heads);
+// cached_attention(norm_linear_packed(x, ...), ...), which a backend may fuse (one-row steps).
+Tensor norm_cached_attention(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                             std::span<const Tensor* const> ws, std::span<const Tensor* const> biases, Tensor& cache_k,
+                             Tensor& cache_v, const Tensor& lengths, int n_new, int n_heads);
 Tensor cross_attention(Backend& be, const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
                        std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor* weights = nullptr);
 Tensor embedding(Backend& be, const Tensor& table, const Tensor& positions, const Tensor& ids, const Tensor& lengths,

@@ -150,9 +150,9 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
     {  // causal self-attention with the KV cache
       const Tensor* ws[] = {l.attn.query.weight, l.attn.key.weight, l.attn.value.weight};
       const Tensor* bs[] = {l.attn.query.bias, nullptr, l.attn.value.bias};
-      Tensor qkv = ops::norm_linear_packed(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs);
       Tensor cache_k = rows_of(buf.self_k[layer]), cache_v = rows_of(buf.self_v[layer]);
-      Tensor att = ops::cached_attention(be, qkv, cache_k, cache_v, lengths, n_new, hp.n_text_head);
+      Tensor att = ops::norm_cached_attention(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs, cache_k, cache_v,
+                                              lengths, n_new, hp.n_text_head);
       ops::linear_residual(be, att, *l.attn.out.weight, l.attn.out.bias, x);
     }
     {  // cross-attention over the windows' K/V

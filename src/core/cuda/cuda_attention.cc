@@ -96,6 +96,38 @@ void CudaBackend::cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& c
   cuda::check_launch("cached_attention");
 }
 
+void CudaBackend::norm_cached_attention(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                        std::span<const Tensor* const> ws, std::span<const Tensor* const> biases,
+                                        Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths,
+                                        int n_new, int n_heads, Tensor& out) {
+  cuda::use_device(device_index_);
+  const int64_t k = x.dim(-1), m = x.numel() / k, d = out.dim(1);
+  const int hd = static_cast<int>(d / n_heads);
+  const Packed& p = packed_weights(ws, biases);
+  // Where the two-launch path would run the one-row product with the norm fused
+  // (fuse_norm) and then the cached kernel: the fused step computes the same numbers.
+  const bool one_row = m == 1 && n_new == 1 && cache_k.dim(0) == cache_v.dim(0) && lengths.numel() == 1;
+  if (fused_self_step_ && act_ != DType::F32 && one_row && d == k && p.weight.dim(0) == 3 * d &&
+      cuda::gemv_one_row_applies(1, static_cast<int>(k)) && !lt_for_few_rows_ &&
+      cuda::self_attention_step_applies(static_cast<int>(k), n_heads, hd)) {
+    require_device(lengths, "the cached lengths");
+    if (!self_step_counters_.defined()) {
+      const PauseArena pause(arena_);
+      self_step_counters_ = alloc({cuda::kSelfStepCounters}, DType::I32);
+      check(cudaMemsetAsync(self_step_counters_.raw(), 0, self_step_counters_.nbytes(), stream_), "zeroing counters");
+    }
+    cuda::self_attention_step(act_, x.raw(), static_cast<int>(k), resident(p.weight, act_),
+                              p.bias.defined() ? resident(p.bias, act_) : nullptr,
+                              static_cast<const float*>(resident(gamma, DType::F32)),
+                              static_cast<const float*>(resident(beta, DType::F32)), eps, qkv.raw(), cache_k.raw(),
+                              cache_v.raw(), lengths.data<int32_t>(), cache_k.dim(0), n_heads, hd,
+                              self_step_counters_.data<int32_t>(), out.raw(), stream_);
+    cuda::check_launch("self_attention_step");
+    return;
+  }
+  Backend::norm_cached_attention(x, gamma, beta, eps, ws, biases, qkv, cache_k, cache_v, lengths, n_new, n_heads, out);
+}
+
 int* CudaBackend::cross_counters() {
   if (!cross_counters_.defined()) {
     const PauseArena pause(arena_);

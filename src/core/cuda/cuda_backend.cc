@@ -61,6 +61,9 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   lt_ = std::make_unique<cuda::LtGemm>(stream_, workspace_, kWorkspaceBytes);
   cuda::gemv_setup();
   if (const char* env = std::getenv("HARK_CUDA_GRAPHS"); env && std::string(env) == "0") graphs_enabled_ = false;
+  // The greedy step's self-attention block in one launch (decoder_self_step.cu): opt-in
+  // until it has run on a GPU (written without one; docs/gpu.md).
+  if (const char* env = std::getenv("HARK_CUDA_FUSED_SELF"); env && std::string(env) == "1") fused_self_step_ = true;
   // Measurement switch: few-row products through cuBLASLt instead of gemv.cu.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
   // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.

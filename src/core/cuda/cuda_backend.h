@@ -53,6 +53,10 @@ class CudaBackend final : public Backend {
   void self_attention(const Tensor& qkv, int batch, int n_heads, Tensor& out) override;
   void cached_attention(const Tensor& qkv, Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new,
                         int n_heads, Tensor& out) override;
+  void norm_cached_attention(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                             std::span<const Tensor* const> ws, std::span<const Tensor* const> biases, Tensor& qkv,
+                             Tensor& cache_k, Tensor& cache_v, const Tensor& lengths, int n_new, int n_heads,
+                             Tensor& out) override;
   void cross_attention(const Tensor& q, const PackedKV& kv, const Tensor& row_seq,
                        std::span<const int32_t> row_seq_host, int n_new, int n_heads, Tensor& out,
                        Tensor* weights) override;
@@ -141,6 +145,9 @@ class CudaBackend final : public Backend {
   static constexpr int64_t kCrossCounters = 1 << 16;
   Tensor cross_counters_;
   int* cross_counters();
+  // The fused self-attention step's per-head counters (decoder_self_step.cu), zeroed once.
+  Tensor self_step_counters_;
+  bool fused_self_step_ = false;  // HARK_CUDA_FUSED_SELF=1 (opt-in until run on a GPU)
 
   bool graphs_enabled_ = true;
   bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too

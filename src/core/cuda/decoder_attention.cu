@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/cuda/device/cached_attention.cuh"
 #include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
@@ -22,7 +23,7 @@ namespace hark::cuda {
 namespace {
 
 using namespace device;
-constexpr int kThreads = 128;
+constexpr int kThreads = kDecoderAttentionThreads;
 
 // Keys per cross-attention block; keeps K and V chunks within 48 KB of shared memory.
 // (64-key chunks for 16-bit types, twice the blocks, were no faster in an A/B on an H200:
@@ -40,51 +41,14 @@ __host__ __device__ constexpr int partial_size() {
   return HD + 2;  // max, sum, output
 }
 
-// q (HD fp32 values in shared memory) · k (HD values of T, 16-byte aligned).
-template <int HD, class T>
-__device__ __forceinline__ float dot(const float* q, const T* k) {
-  float acc = 0.0f;
-  if constexpr (sizeof(T) == 2) {
-#pragma unroll
-    for (int c = 0; c < HD / 8; ++c) {
-      float kf[8];
-      widen8<T>(reinterpret_cast<const uint4*>(k)[c], kf);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc = fmaf(q[c * 8 + j], kf[j], acc);
-    }
-  } else {
-#pragma unroll
-    for (int c = 0; c < HD / 4; ++c) {
-      const float4 kf = reinterpret_cast<const float4*>(k)[c];
-      acc = fmaf(q[c * 4], kf.x, acc);
-      acc = fmaf(q[c * 4 + 1], kf.y, acc);
-      acc = fmaf(q[c * 4 + 2], kf.z, acc);
-      acc = fmaf(q[c * 4 + 3], kf.w, acc);
-    }
-  }
-  return acc;
-}
-
-// Block-wide max or sum for kThreads threads; every thread gets the result.
-template <bool kMax>
-__device__ float block_reduce(float v, float* scratch) {
-  v = kMax ? warp_max(v) : warp_sum(v);
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float r = scratch[0];
-#pragma unroll
-  for (int w = 1; w < kThreads / 32; ++w) r = kMax ? fmaxf(r, scratch[w]) : r + scratch[w];
-  __syncthreads();
-  return r;
-}
-
 template <int HD, class T>
 __global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ qkv, T* cache_k, T* cache_v,
                                                           const int32_t* __restrict__ lengths, int n_new, int64_t ctx,
                                                           int64_t d, T* __restrict__ out) {
   pdl_enter();
   extern __shared__ float scores[];
-  __shared__ float q[HD], partial[kThreads / 32][HD], red[kThreads / 32];
+  __shared__ float q[HD];
+  __shared__ CachedAttentionScratch<HD> scratch;
   const int head = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
   const int64_t past = lengths[b], pos = past + i, n_keys = pos + 1;
   const int64_t row = static_cast<int64_t>(b) * n_new + i;
@@ -98,42 +62,14 @@ __global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ 
     cache_v[(b * ctx + pos) * d + col + tid - HD] = src[2 * d + col + tid - HD];
   if (tid < HD) q[tid] = to_float(src[col + tid]) * rsqrtf(static_cast<float>(HD));
   __syncthreads();
-  auto key_row = [&](int64_t j, int64_t offset) -> const T* {
-    return j < past ? (offset == d ? cache_k : cache_v) + (b * ctx + j) * d + col
+  // Keys of this step come from the packed projections, not the cache: blocks never wait
+  // for each other's writes.
+  auto key_row = [&](int64_t j, bool value) -> const T* {
+    const int64_t offset = value ? 2 * d : d;
+    return j < past ? (value ? cache_v : cache_k) + (b * ctx + j) * d + col
                     : qkv + (static_cast<int64_t>(b) * n_new + (j - past)) * ld + offset + col;
   };
-  float m = -INFINITY;
-  for (int64_t j = tid; j < n_keys; j += kThreads) {
-    scores[j] = dot<HD, T>(q, key_row(j, d));
-    m = fmaxf(m, scores[j]);
-  }
-  m = block_reduce<true>(m, red);
-  float l = 0.0f;
-  for (int64_t j = tid; j < n_keys; j += kThreads) {
-    scores[j] = __expf(scores[j] - m);
-    l += scores[j];
-  }
-  l = block_reduce<false>(l, red);  // its barriers also publish `scores`
-  // Output: warp w sums keys w, w + 4, ...; each lane owns HD / 32 dimensions, so every
-  // value row is one coalesced read per warp.
-  constexpr int kDims = HD / 32;
-  const int warp = tid >> 5, lane = tid & 31;
-  float acc[kDims] = {};
-#pragma unroll 4
-  for (int64_t j = warp; j < n_keys; j += kThreads / 32) {
-    const T* v = key_row(j, 2 * d) + lane * kDims;
-#pragma unroll
-    for (int e = 0; e < kDims; ++e) acc[e] = fmaf(scores[j], to_float(v[e]), acc[e]);
-  }
-#pragma unroll
-  for (int e = 0; e < kDims; ++e) partial[warp][lane * kDims + e] = acc[e];
-  __syncthreads();
-  if (tid < HD) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kThreads / 32; ++w) sum += partial[w][tid];
-    out[row * d + col + tid] = from_float<T>(sum / l);
-  }
+  attend_cached<HD, T>(q, n_keys, key_row, scores, scratch, out + row * d + col);
 }
 
 // The chunks of one (query, head) merged by the whole block: out = Σ acc_s·e^(m_s − m) /

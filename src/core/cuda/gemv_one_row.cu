@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/device/one_row.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
@@ -38,16 +39,8 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
                                                                 int rows_per_warp) {
   const int lane = threadIdx.x & 31;
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-  const int kw = k / 8;  // 16-byte words in a row
   const int first = warp * rows_per_warp, end = min(n, first + rows_per_warp);
-  auto fetch = [&](int row, uint4 (&out)[W]) {
-    const uint4* wr = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(row) * k);
-#pragma unroll
-    for (int u = 0; u < W; ++u) {
-      const int idx = lane + u * 32;
-      out[u] = row < end && idx < kw ? __ldg(wr + idx) : make_uint4(0, 0, 0, 0);
-    }
-  };
+  auto fetch = [&](int row, uint4 (&out)[W]) { fetch_row_words<T, W>(w, k, row, row < end, lane, out); };
   pdl_launch_next();
   uint4 wv[W];
   fetch(first, wv);
@@ -56,62 +49,13 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
   if (first >= end) return;
 
   uint4 xv[W];
-  const uint4* xr = reinterpret_cast<const uint4*>(x);
-#pragma unroll
-  for (int u = 0; u < W; ++u) {
-    const int idx = lane + u * 32;
-    xv[u] = idx < kw ? xr[idx] : make_uint4(0, 0, 0, 0);
-  }
-  if constexpr (kNorm) {
-    float sum = 0;
-#pragma unroll
-    for (int u = 0; u < W; ++u)
-      if (lane + u * 32 < kw) {
-        float f[8];
-        widen8<T>(xv[u], f);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) sum += f[j];
-      }
-    const float mean = warp_sum(sum) / static_cast<float>(k);
-    float var = 0;
-#pragma unroll
-    for (int u = 0; u < W; ++u)
-      if (lane + u * 32 < kw) {
-        float f[8];
-        widen8<T>(xv[u], f);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float c = f[j] - mean;
-          var += c * c;
-        }
-      }
-    const float inv = rsqrtf(warp_sum(var) / static_cast<float>(k) + eps);
-    const float4* g4 = reinterpret_cast<const float4*>(gamma);
-    const float4* b4 = reinterpret_cast<const float4*>(beta);
-#pragma unroll
-    for (int u = 0; u < W; ++u) {
-      const int idx = lane + u * 32;
-      if (idx < kw) {
-        float f[8];
-        widen8<T>(xv[u], f);
-        T* e = reinterpret_cast<T*>(&xv[u]);
-#pragma unroll
-        for (int j = 0; j < 8; j += 4) {
-          const float4 g = g4[(idx * 8 + j) / 4], be = b4[(idx * 8 + j) / 4];
-          e[j] = from_float<T>((f[j] - mean) * inv * g.x + be.x);
-          e[j + 1] = from_float<T>((f[j + 1] - mean) * inv * g.y + be.y);
-          e[j + 2] = from_float<T>((f[j + 2] - mean) * inv * g.z + be.z);
-          e[j + 3] = from_float<T>((f[j + 3] - mean) * inv * g.w + be.w);
-        }
-      }
-    }
-  }
+  load_row<T, W>(x, k, lane, kNorm ? gamma : nullptr, beta, eps, xv);
 
   for (int row = first; row < end; ++row) {
     uint4 next[W];
     fetch(row + 1, next);  // zeros past this warp's rows
     const float next_bias = bias && row + 1 < end ? to_float(bias[row + 1]) : 0.0f;
-    const float acc = warp_sum(dot_words<T, W>(wv, xv, lane, kw));
+    const float acc = row_dot<T, W>(wv, xv, k, lane);
     if (lane == 0) {
       float v = acc + b;
       if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);

@@ -87,6 +87,17 @@ void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int6
                            cudaStream_t stream);
 
 
+// ---- decoder_self_step.cu: the greedy step's self-attention block, f16/bf16 ------------
+// One row, one new token: y = layer_norm(x)·wᵀ + bias into qkv[3d] (w the packed [3d, d]
+// Q/K/V weight, bias [3d] or null), its K/V appended to the cache at lengths[0], and
+// attention over the cache into out[d]; the same numbers as gemv_one_row then
+// cached_attention. `counters`: kSelfStepCounters ints, zero (each launch leaves them so).
+constexpr int kSelfStepCounters = 64;
+bool self_attention_step_applies(int k, int n_heads, int head_dim);
+void self_attention_step(DType dt, const void* x, int k, const void* w, const void* bias, const float* gamma,
+                         const float* beta, float eps, void* qkv, void* cache_k, void* cache_v, const int32_t* lengths,
+                         int64_t n_ctx, int n_heads, int head_dim, int* counters, void* out, cudaStream_t stream);
+
 // ---- decoder_attention.cu: any activation dtype -----------------------------------------
 // Appends the new K/V of each row to its cache and attends causally (see Backend).
 void cached_attention(DType dt, const void* qkv, void* cache_k, void* cache_v, const int32_t* lengths, int rows,

@@ -257,6 +257,53 @@ TEST_P(CudaOps, DecoderCachedAttention) {
   }
 }
 
+// The greedy step's self-attention block in one launch (HARK_CUDA_FUSED_SELF=1,
+// decoder_self_step.cu) against the two launches it replaces (the packed product with the
+// norm fused, then the cached kernel): the same attention output and cache rows bit for
+// bit, and both within the tolerance of the CPU. Widths of the one-row kernel's word
+// counts (2, 4, 5 and 8 words a lane), head dims 64 and 32, empty and filled caches.
+TEST_P(CudaOps, FusedSelfAttentionStepEqualsTwoLaunches) {
+  if (gpu->act_dtype() == DType::F32) GTEST_SKIP() << "the fused step is for the 16-bit compute types";
+  setenv("HARK_CUDA_FUSED_SELF", "1", 1);
+  std::unique_ptr<Backend> fused = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
+  unsetenv("HARK_CUDA_FUSED_SELF");
+  struct Case {
+    int heads, head_dim;
+  };
+  for (Case c : {Case{6, 64}, Case{8, 32}, Case{16, 64}, Case{20, 64}, Case{32, 64}}) {
+    const int64_t d = static_cast<int64_t>(c.heads) * c.head_dim, ctx = 120;
+    for (int32_t past : {0, 1, 37, 119}) {
+      const std::string what = "d " + std::to_string(d) + " head dim " + std::to_string(c.head_dim) + " past " +
+                               std::to_string(past);
+      Tensor x = random({1, d}, 2.0f), g = random({d}), beta = random({d});
+      Tensor wq = random({d, d}, 0.1f), wk = random({d, d}, 0.1f), wv = random({d, d}, 0.1f);
+      Tensor bq = random({d}), bv = random({d});
+      const Tensor* ws[] = {&wq, &wk, &wv};
+      const Tensor* bs[] = {&bq, nullptr, &bv};
+      Tensor ck = random({ctx, d}), cv = random({ctx, d});
+      Tensor ck2 = up(ck), cv2 = up(cv), ckf = up(ck), cvf = up(cv);
+      Tensor len_g = ints({past}, true);
+      Tensor two = ops::norm_cached_attention(*gpu, up(x), g, beta, ws, bs, ck2, cv2, len_g, 1, c.heads);
+      Tensor xf = fused->alloc({1, d}, fused->act_dtype());
+      fused->copy(x, xf);
+      Tensor ckf2 = fused->alloc(ck.shape(), fused->act_dtype()), cvf2 = fused->alloc(cv.shape(), fused->act_dtype());
+      fused->copy(ck, ckf2);
+      fused->copy(cv, cvf2);
+      Tensor len_f = fused->to_device(ints({past}, false));
+      Tensor one = ops::norm_cached_attention(*fused, xf, g, beta, ws, bs, ckf2, cvf2, len_f, 1, c.heads);
+      const Tensor a = gpu->to_host(two), b = fused->to_host(one);
+      ASSERT_EQ(a.nbytes(), b.nbytes());
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << "attention output, " << what;
+      const Tensor k2 = gpu->to_host(ck2), kf = fused->to_host(ckf2), v2 = gpu->to_host(cv2), vf = fused->to_host(cvf2);
+      EXPECT_EQ(std::memcmp(k2.raw(), kf.raw(), k2.nbytes()), 0) << "key cache, " << what;
+      EXPECT_EQ(std::memcmp(v2.raw(), vf.raw(), v2.nbytes()), 0) << "value cache, " << what;
+      Tensor ckc = ck.clone(), cvc = cv.clone();
+      Tensor oc = ops::norm_cached_attention(*cpu, x, g, beta, ws, bs, ckc, cvc, ints({past}, false), 1, c.heads);
+      EXPECT_LT(test::relative_l2(b.to_f32(), oc), tol) << "against the CPU, " << what;
+    }
+  }
+}
+
 TEST_P(CudaOps, DecoderCrossAttentionWithWeights) {
   for (int head_dim : {64, 32}) {
     const int heads = 2, layers = 2;
