@@ -40,6 +40,9 @@ struct VadReport {
 
 struct Timings {
   double load_ms = 0, mel_ms = 0, encode_ms = 0, decode_ms = 0, transcribe_ms = 0, total_ms = 0;
+  // Of decode_ms: inside the model's calls (steps, prompts, waits for the device), and beam
+  // reordering; the rest is the decoding tasks' host bookkeeping.
+  double decode_model_ms = 0, decode_reorder_ms = 0;
 };
 
 struct Transcript {

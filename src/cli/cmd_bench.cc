@@ -329,12 +329,19 @@ void run_bench(const BenchArgs& args) {
       // What the last run spent outside the file, the mel, the encoder and the decoder: the
       // transcription's own bookkeeping (windows, segments, text).
       const double other = last_ms - file_ms - parts.mel_ms - parts.encode_ms - parts.decode_ms;
-      out[key + "_parts"] = {{"file", file_ms},          {"mel", parts.mel_ms}, {"encode", parts.encode_ms},
-                             {"decode", parts.decode_ms}, {"other", other}};
+      out[key + "_parts"] = {{"file", file_ms},
+                             {"mel", parts.mel_ms},
+                             {"encode", parts.encode_ms},
+                             {"decode", parts.decode_ms},
+                             {"decode_model", parts.decode_model_ms},
+                             {"decode_reorder", parts.decode_reorder_ms},
+                             {"other", other}};
       std::printf("end to end   %8.2f ms for %.1f s of audio, %s, %zu tokens, language %s (warm, median of %d; "
-                  "last run: file %.2f, mel %.2f, encoder %.2f, decoding %.2f, other %.2f ms)\n",
+                  "last run: file %.2f, mel %.2f, encoder %.2f, decoding %.2f [model calls %.2f, reordering %.2f, "
+                  "bookkeeping %.2f], other %.2f ms)\n",
                   median(times), samples.size() / 16000.0, beam ? "beam 5" : "greedy", tokens, args.language.c_str(),
-                  args.runs, file_ms, parts.mel_ms, parts.encode_ms, parts.decode_ms, other);
+                  args.runs, file_ms, parts.mel_ms, parts.encode_ms, parts.decode_ms, parts.decode_model_ms,
+                  parts.decode_reorder_ms, parts.decode_ms - parts.decode_model_ms - parts.decode_reorder_ms, other);
     }
   }
   if (!args.json.empty()) {

@@ -3,9 +3,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "core/text.h"
 #include "decode/token_decoder.h"
@@ -24,6 +27,14 @@ std::vector<int> python_tail(const std::vector<int>& tokens, int n) {
   return {tokens.begin() + start, tokens.end()};
 }
 
+// Adds the time until the end of its scope to `total` (milliseconds).
+struct ScopeTimer {
+  explicit ScopeTimer(double& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  ~ScopeTimer() { total_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+  double& total_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 // Measurement switches of the fast path (docs/gpu.md): NAME=0 turns one off.
 bool switch_on(const char* name) {
   const char* value = std::getenv(name);
@@ -35,6 +46,23 @@ bool switch_on(const char* name) {
 std::vector<TokenChoice> Inference::step_select(std::span<const int32_t>, const SelectionRules&,
                                                 std::span<const SampledSummary>, int) {
   throw Error(ErrorCode::Internal, "[decode] this inference cannot choose tokens itself");
+}
+
+Inference::PromptChoices Inference::step_two_positions_select(std::span<const int32_t> tokens, int n_new,
+                                                              int position, const SelectionRules& rules,
+                                                              std::span<const SampledSummary> rows, int k) {
+  const std::vector<float> logits = step_two_positions(tokens, n_new, position);
+  const int n = static_cast<int>(rows.size());
+  if (n <= 0 || logits.size() % (2 * static_cast<size_t>(n)) != 0)
+    throw Error(ErrorCode::Internal, "[decode] step_two_positions_select: logits do not match the rows");
+  const int vocab = static_cast<int>(logits.size() / (2 * static_cast<size_t>(n)));
+  const std::vector<int32_t> spec = make_select_spec(rules, vocab, rows);
+  std::vector<int32_t> out(static_cast<size_t>(n) * k * 2);
+  select_tokens_reference(logits.data() + static_cast<size_t>(n) * vocab, n, vocab, spec.data(), k, out.data());
+  PromptChoices p;
+  p.row0_at_position.assign(logits.begin(), logits.begin() + vocab);
+  for (size_t i = 0; i < out.size(); i += 2) p.choices.push_back({out[i], std::bit_cast<float>(out[i + 1])});
+  return p;
 }
 
 int Inference::greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
@@ -218,61 +246,104 @@ DecodingResult DecodingTask::run(Inference& inference) {
 
   TokenRows tokens(n_group_, initial_tokens_);
   std::vector<double> sum_logprobs(n_group_, 0.0);
-  inference.begin(n_group_);
+  {
+    ScopeTimer timer(result.model_ms);
+    inference.begin(n_group_);
+  }
   // Greedy and beam search at T = 0 may choose next to the logits (the GPU fast path):
   // then only k tokens per row come back instead of the vocabulary.
   const bool select = options_.temperature == 0 && inference.can_select();
   const size_t head = sot_index_ + 1;
   // The no-speech probability is read at <|startoftranscript|>, on the first row.
-  auto read_no_speech = [&](std::span<const float> at_sot) {
+  // From the first row of `rows` rows of logits at <|startoftranscript|>.
+  auto read_no_speech = [&](std::span<const float> at_sot, int rows) {
     if (s.no_speech < 0) return;
     std::vector<float> logprobs;
-    log_softmax(at_sot.first(at_sot.size() / n_group_), logprobs);
+    log_softmax(at_sot.first(at_sot.size() / rows), logprobs);
     result.no_speech_prob = std::exp(logprobs.at(s.no_speech));
   };
+  const int k = options_.beam_size > 0 ? options_.beam_size + 1 : 1;
   std::vector<float> logits;
-  if (select && initial_tokens_.size() > head && switch_on("HARK_PROMPT_ONE_PASS")) {
+  // The first step's choices when the prompt pass made them next to the logits.
+  std::optional<std::vector<TokenChoice>> first_choices;
+  auto summaries = [&] {
+    std::vector<SampledSummary> rows;
+    for (const auto& row : tokens)
+      rows.push_back(SampledSummary::of(std::span<const int>(row).subspan(sample_begin()), s.timestamp_begin));
+    return rows;
+  };
+  if (select && initial_tokens_.size() > head && inference.can_select_prompt() && switch_on("HARK_PROMPT_ONE_PASS") &&
+      switch_on("HARK_PROMPT_SELECT")) {
+    // The prompt in one pass with the first step chosen on the device: only row 0's
+    // logits at <|startoftranscript|> come back, not both positions of every row (for
+    // beam 5, 2 MB and the host's filters over five rows of the vocabulary).
+    ScopeTimer timer(result.model_ms);
+    Inference::PromptChoices p =
+        inference.step_two_positions_select(flatten_columns(tokens, 0, initial_tokens_.size()),
+                                            static_cast<int>(initial_tokens_.size()), sot_index_, selection_,
+                                            summaries(), k);
+    read_no_speech(std::span<const float>(p.row0_at_position), 1);
+    first_choices = std::move(p.choices);
+  } else if (select && initial_tokens_.size() > head && switch_on("HARK_PROMPT_ONE_PASS")) {
     // The fast path takes the prompt in one pass with both positions' logits.
+    ScopeTimer timer(result.model_ms);
     logits = inference.step_two_positions(flatten_columns(tokens, 0, initial_tokens_.size()),
                                           static_cast<int>(initial_tokens_.size()), sot_index_);
     const size_t half = logits.size() / 2;
-    read_no_speech(std::span<const float>(logits).first(half));
+    read_no_speech(std::span<const float>(logits).first(half), n_group_);
     logits.erase(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(half));
   } else {
     // Up to <|startoftranscript|>, then the rest of the initial tokens: with the cache
     // this equals one pass, as the reference runs it.
+    ScopeTimer timer(result.model_ms);
     logits = inference.step(flatten_columns(tokens, 0, head), static_cast<int>(head));
-    read_no_speech(logits);
+    read_no_speech(logits, n_group_);
     if (initial_tokens_.size() > head)
       logits = inference.step(flatten_columns(tokens, head, initial_tokens_.size()),
                               static_cast<int>(initial_tokens_.size() - head));
   }
 
-  const int k = options_.beam_size > 0 ? options_.beam_size + 1 : 1;
   // Greedy on the fast path: the device one step ahead of this loop (greedy_steps).
   const bool ahead = select && options_.beam_size <= 0 && n_group_ == 1 && switch_on("HARK_GREEDY_LAG");
   for (int i = 0; i < sample_len_; ++i) {
     if (i > 0 && ahead) {
       const std::span<const int> sampled = std::span<const int>(tokens[0]).subspan(sample_begin());
-      inference.greedy_steps(tokens[0].back(), selection_, SampledSummary::of(sampled, s.timestamp_begin),
-                             sample_len_ - i, [&](const TokenChoice& choice) {
-                               const StepResult step = decoder->update_choices(tokens, {&choice, 1}, 1, sum_logprobs);
-                               return !step.completed && static_cast<int>(tokens[0].size()) <= vocab_.n_text_ctx;
-                             });
+      double steps_ms = 0, own_ms = 0;  // the whole call, and the choices' bookkeeping within it
+      {
+        ScopeTimer timer(steps_ms);
+        inference.greedy_steps(tokens[0].back(), selection_, SampledSummary::of(sampled, s.timestamp_begin),
+                               sample_len_ - i, [&](const TokenChoice& choice) {
+                                 ScopeTimer own(own_ms);
+                                 const StepResult step = decoder->update_choices(tokens, {&choice, 1}, 1, sum_logprobs);
+                                 return !step.completed && static_cast<int>(tokens[0].size()) <= vocab_.n_text_ctx;
+                               });
+      }
+      result.model_ms += steps_ms - own_ms;
       break;
     }
     const std::vector<int32_t> last = flatten_columns(tokens, tokens[0].size() - 1, tokens[0].size());
     StepResult step;
-    if (i > 0 && select) {
-      std::vector<SampledSummary> rows;
-      for (const auto& row : tokens)
-        rows.push_back(SampledSummary::of(std::span<const int>(row).subspan(sample_begin()), s.timestamp_begin));
-      step = decoder->update_choices(tokens, inference.step_select(last, selection_, rows, k), k, sum_logprobs);
+    if (i == 0 && first_choices) {
+      step = decoder->update_choices(tokens, *first_choices, k, sum_logprobs);
+    } else if (i > 0 && select) {
+      const std::vector<SampledSummary> rows = summaries();
+      std::vector<TokenChoice> choices;
+      {
+        ScopeTimer timer(result.model_ms);
+        choices = inference.step_select(last, selection_, rows, k);
+      }
+      step = decoder->update_choices(tokens, choices, k, sum_logprobs);
     } else {
-      if (i > 0) logits = inference.step(last, 1);
+      if (i > 0) {
+        ScopeTimer timer(result.model_ms);
+        logits = inference.step(last, 1);
+      }
       step = filtered_step(filters_, *decoder, tokens, logits, sum_logprobs);
     }
-    if (!step.source.empty()) inference.reorder(step.source);
+    if (!step.source.empty()) {
+      ScopeTimer timer(result.reorder_ms);
+      inference.reorder(step.source);
+    }
     if (step.completed || static_cast<int>(tokens[0].size()) > vocab_.n_text_ctx) break;
   }
 

@@ -48,6 +48,20 @@ class Inference {
   // `position` of the new tokens, then at the last, [2 × rows × n_vocab]. The default
   // steps twice (up to `position`, then the rest); ModelInference may take one pass.
   virtual std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position);
+  // The prompt in one pass with the first step chosen as step_select() chooses, where
+  // can_select_prompt(): row 0's logits at `position` ([n_vocab], for the no-speech
+  // probability) and each row's k best next tokens at the last position after the filters
+  // of `rules` ([rows × k], best first), instead of both positions' logits of every row.
+  // The default takes step_two_positions() and chooses on the host with the reference
+  // selection (core/token_select.h); ModelInference chooses on the device.
+  virtual bool can_select_prompt() const { return can_select(); }
+  struct PromptChoices {
+    std::vector<float> row0_at_position;
+    std::vector<TokenChoice> choices;
+  };
+  virtual PromptChoices step_two_positions_select(std::span<const int32_t> tokens, int n_new, int position,
+                                                  const SelectionRules& rules, std::span<const SampledSummary> rows,
+                                                  int k);
 };
 
 // The options of one window, as the reference's DecodingOptions. 0 / empty = unset.
@@ -79,6 +93,10 @@ struct DecodingResult {
   double no_speech_prob = 0;
   double temperature = 0;
   double compression_ratio = 0;
+  // Where the run's time went (hark bench --e2e): inside the model's calls (the state, the
+  // prompt, the steps and their waits for the device), of which beam reordering; the rest
+  // is the decoding task's own bookkeeping on the host.
+  double model_ms = 0, reorder_ms = 0;
 };
 
 // What stays fixed for a model: the vocabulary layout and the text helpers.

@@ -35,6 +35,14 @@ std::vector<float> ModelInference::step_two_positions(std::span<const int32_t> t
   return model_.decode_two_positions(*state_, tokens, n_new, position).to_vector();
 }
 
+Inference::PromptChoices ModelInference::step_two_positions_select(std::span<const int32_t> tokens, int n_new,
+                                                                   int position, const SelectionRules& rules,
+                                                                   std::span<const SampledSummary> rows, int k) {
+  if (!state_) throw Error(ErrorCode::Internal, "[decode] step_two_positions_select() before begin()");
+  WhisperModel::PromptChoices p = model_.decode_prompt_select(*state_, tokens, n_new, position, rules, rows, k);
+  return {p.row0_at_position.to_vector(), std::move(p.choices)};
+}
+
 void ModelInference::reorder(std::span<const int> source) {
   if (!state_) throw Error(ErrorCode::Internal, "[decode] reorder() before begin()");
   model_.reorder(*state_, source);

@@ -24,6 +24,9 @@ class ModelInference : public Inference {
   int greedy_steps(int32_t token, const SelectionRules& rules, SampledSummary summary, int max_steps,
                    const std::function<bool(const TokenChoice&)>& on_choice) override;
   std::vector<float> step_two_positions(std::span<const int32_t> tokens, int n_new, int position) override;
+  PromptChoices step_two_positions_select(std::span<const int32_t> tokens, int n_new, int position,
+                                          const SelectionRules& rules, std::span<const SampledSummary> rows,
+                                          int k) override;
 
  private:
   WhisperModel& model_;

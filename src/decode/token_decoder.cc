@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <numeric>
 
 #include "decode/logit_filters.h"
@@ -15,34 +14,6 @@ namespace {
 int argmax(std::span<const float> x) {
   return static_cast<int>(std::max_element(x.begin(), x.end()) - x.begin());
 }
-
-// Keeps candidates in first-insertion order with unique keys, like a Python dict.
-struct OrderedScores {
-  std::vector<std::vector<int>> keys;
-  std::vector<double> scores;
-  std::vector<int> sources;
-  std::map<std::vector<int>, size_t> index;
-
-  void put(std::vector<int> key, double score, int source) {
-    auto it = index.find(key);
-    if (it != index.end()) {
-      scores[it->second] = score;
-      sources[it->second] = source;
-      return;
-    }
-    index.emplace(key, keys.size());
-    keys.push_back(std::move(key));
-    scores.push_back(score);
-    sources.push_back(source);
-  }
-  // Indices by descending score; equal scores keep insertion order (Python's stable sort).
-  std::vector<size_t> by_score() const {
-    std::vector<size_t> order(keys.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-    return order;
-  }
-};
 
 }  // namespace
 
@@ -153,44 +124,78 @@ StepResult BeamSearchDecoder::update_choices(TokenRows& tokens, std::span<const 
   const int rows = static_cast<int>(tokens.size());
   if (rows != beam_size_) throw Error(ErrorCode::Internal, "[decode] beam search got a row count other than beam_size");
   if (static_cast<int>(choices.size()) != rows * k) throw Error(ErrorCode::Internal, "[decode] beam choices size");
-  OrderedScores candidates;
+  // The reference keys its candidates by the whole sequence (row + token). Two of them are
+  // the same sequence exactly when their rows hold the same tokens and they add the same
+  // token, so a candidate is keyed by (the first row equal to its row, token): no copy of
+  // a sequence per candidate and no map of sequences (30 copies and map inserts per beam-5
+  // step), the same dictionary as the reference's, in the same insertion order.
+  std::vector<int> same_as(rows);
+  for (int j = 0; j < rows; ++j) {
+    same_as[j] = j;
+    for (int e = 0; e < j; ++e)
+      if (same_as[e] == e && tokens[e] == tokens[j]) {
+        same_as[j] = e;
+        break;
+      }
+  }
+  struct Entry {
+    int group, token, source;
+    double score;
+  };
+  std::vector<Entry> candidates;  // first-insertion order, unique (group, token)
   for (int j = 0; j < rows; ++j) {
     for (int c = 0; c < std::min(k, beam_size_ + 1); ++c) {
       const TokenChoice& choice = choices[j * k + c];
-      std::vector<int> sequence = tokens[j];
-      sequence.push_back(choice.token);
       // float32 addition, as the reference adds a float32 log-prob to a float32 sum.
       const float score = static_cast<float>(sum_logprobs[j]) + choice.logprob;
-      candidates.put(std::move(sequence), score, j);
+      auto it = std::find_if(candidates.begin(), candidates.end(),
+                             [&](const Entry& e) { return e.group == same_as[j] && e.token == choice.token; });
+      if (it != candidates.end())
+        it->score = score, it->source = j;
+      else
+        candidates.push_back({same_as[j], choice.token, j, score});
     }
   }
+  // Descending score; equal scores keep insertion order (Python's stable sort).
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return candidates[a].score > candidates[b].score; });
+  auto sequence = [&](const Entry& e) {
+    std::vector<int> seq = tokens[e.group];
+    seq.push_back(e.token);
+    return seq;
+  };
 
   TokenRows next;
   std::vector<double> next_sums;
   StepResult result;
-  OrderedScores newly_finished;
-  for (size_t i : candidates.by_score()) {
-    if (candidates.keys[i].back() == eot_) {
-      newly_finished.put(candidates.keys[i], candidates.scores[i], 0);
+  // Finished candidates met before the beams were full, as the reference collects them
+  // (already in score order: a subsequence of `order`).
+  std::vector<const Entry*> newly_finished;
+  for (size_t i : order) {
+    const Entry& e = candidates[i];
+    if (e.token == eot_) {
+      newly_finished.push_back(&e);
       continue;
     }
-    next.push_back(candidates.keys[i]);
-    next_sums.push_back(candidates.scores[i]);
-    result.source.push_back(candidates.sources[i]);
+    next.push_back(sequence(e));
+    next_sums.push_back(e.score);
+    result.source.push_back(e.source);
     if (static_cast<int>(next.size()) == beam_size_) break;
+  }
+
+  for (const Entry* e : newly_finished) {
+    if (static_cast<int>(finished_.size()) >= max_candidates_) break;
+    std::vector<int> seq = sequence(*e);
+    auto same = std::find_if(finished_.begin(), finished_.end(), [&](const Candidate& c) { return c.tokens == seq; });
+    if (same != finished_.end())
+      same->sum_logprob = e->score;
+    else
+      finished_.push_back({std::move(seq), e->score});
   }
   tokens = std::move(next);
   sum_logprobs = std::move(next_sums);
-
-  for (size_t i : newly_finished.by_score()) {
-    if (static_cast<int>(finished_.size()) >= max_candidates_) break;
-    auto same = std::find_if(finished_.begin(), finished_.end(),
-                             [&](const Candidate& c) { return c.tokens == newly_finished.keys[i]; });
-    if (same != finished_.end())
-      same->sum_logprob = newly_finished.scores[i];
-    else
-      finished_.push_back({newly_finished.keys[i], newly_finished.scores[i]});
-  }
   result.completed = static_cast<int>(finished_.size()) >= max_candidates_;
   return result;
 }

@@ -54,6 +54,9 @@ struct DecoderBuffers {
   static constexpr uint64_t kPrefillKey = 0x80;
   // decode_two_positions' prompt (position 0 and the last), kTwoPositionsKey | n_new.
   static constexpr uint64_t kTwoPositionsKey = 0x90;
+  // decode_prompt_select's prompt: kPromptSelectKey | n_new, with k in bits 48-55 of the
+  // whole key (buffer ids stay far below 2^40).
+  static constexpr uint64_t kPromptSelectKey = 0xA0;
   // decode_greedy: its first step (inputs from the host), then the fed-back steps, one
   // record per host buffer of the choices (two, used in turn).
   static constexpr uint64_t kGreedyFirstKey = 0x40, kGreedyNextKey = 0x41;

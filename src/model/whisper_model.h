@@ -114,6 +114,15 @@ class WhisperModel {
   // every row and returns the logits at position `position` of the new tokens, then at the
   // last: [2, batch, n_vocab] on the host (the no-speech probability is read at the first).
   Tensor decode_two_positions(DecoderState& state, std::span<const int32_t> tokens, int n_new, int position);
+  // The same pass with the first step chosen next to the logits: row 0's logits at
+  // `position` ([n_vocab] on the host) and every row's k best tokens at the last position
+  // after the filters of `rules` (decode_select's selection, [rows × k]).
+  struct PromptChoices {
+    Tensor row0_at_position;
+    std::vector<TokenChoice> choices;
+  };
+  PromptChoices decode_prompt_select(DecoderState& state, std::span<const int32_t> tokens, int n_new, int position,
+                                     const SelectionRules& rules, std::span<const SampledSummary> rows, int k);
 
   // Beam bookkeeping: row i of the new state continues row source[i] of the old one.
   // Self-attention caches are gathered; the audio (and its cross K/V) is never copied.

@@ -181,6 +181,8 @@ DecodingResult SeekLoop::decode_with_fallback(std::shared_ptr<const AudioContext
     d.seed = attempt_seed(options_.seed, seek_, attempt);
     d.sample_len = options_.sample_len;
     result = DecodingTask(ctx_.vocab, d).run(*make_inference(audio));
+    decode_model_ms_ += result.model_ms;
+    decode_reorder_ms_ += result.reorder_ms;
 
     bool needs_fallback = false;
     if (options_.compression_ratio_threshold && result.compression_ratio > *options_.compression_ratio_threshold)

@@ -80,6 +80,9 @@ class SeekLoop {
   // Time spent so far in the encoder (device work included) and in decoding.
   double encode_ms() const { return encode_ms_; }
   double decode_ms() const { return decode_ms_; }
+  double decode_model_ms() const { return decode_model_ms_; }      // of decode_ms: the model's calls
+  double decode_reorder_ms() const { return decode_reorder_ms_; }  // and beam reordering
+
 
  private:
   // The encoder's output for `mel`; the language detection's when it saw the same mel
@@ -112,7 +115,7 @@ class SeekLoop {
   VocabularyReport vocabulary_;
   double last_speech_timestamp_ = 0;
   std::vector<Segment> segments_;
-  double encode_ms_ = 0, decode_ms_ = 0;
+  double encode_ms_ = 0, decode_ms_ = 0, decode_model_ms_ = 0, decode_reorder_ms_ = 0;
   Tensor encoded_mel_;
   std::shared_ptr<const AudioContext> encoded_;
 };

@@ -90,6 +90,8 @@ Transcript SeekStreamingRun::finish() {
   t.timings.mel_ms = mel_ms_;
   t.timings.encode_ms = loop_.encode_ms();
   t.timings.decode_ms = loop_.decode_ms();
+  t.timings.decode_model_ms = loop_.decode_model_ms();
+  t.timings.decode_reorder_ms = loop_.decode_reorder_ms();
   return t;
 }
 

@@ -172,6 +172,11 @@ TEST(EndToEnd, BeamSearchAndSamplingRun) {
   o.beam_size = 5;
   Transcript beam = engine->transcribe(audio, o);
   ASSERT_FALSE(beam.segments.empty());
+  // The decoding's split (hark bench --e2e): the model's calls and the beam reordering are
+  // parts of the decoding time, never more than it.
+  EXPECT_GT(beam.timings.decode_model_ms, 0.0);
+  EXPECT_GE(beam.timings.decode_reorder_ms, 0.0);
+  EXPECT_LE(beam.timings.decode_model_ms + beam.timings.decode_reorder_ms, beam.timings.decode_ms);
   o.beam_size = 0;
   o.temperatures = {0.7f};
   o.best_of = 3;

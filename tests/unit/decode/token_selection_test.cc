@@ -173,6 +173,17 @@ class AheadInference : public SelectingInference {
     ++one_pass;
     return model_.decode_two_positions(*state_, tokens, n_new, position).to_vector();
   }
+  // The prompt's first step chosen next to the logits too (WhisperModel::decode_prompt_select),
+  // when select_prompt is set.
+  bool can_select_prompt() const override { return select_prompt; }
+  PromptChoices step_two_positions_select(std::span<const int32_t> tokens, int n_new, int position,
+                                          const SelectionRules& rules, std::span<const SampledSummary> rows,
+                                          int k) override {
+    ++one_pass;
+    WhisperModel::PromptChoices p = model_.decode_prompt_select(*state_, tokens, n_new, position, rules, rows, k);
+    return {p.row0_at_position.to_vector(), std::move(p.choices)};
+  }
+  bool select_prompt = false;
   int ahead = 0, one_pass = 0;
 
  private:
@@ -205,13 +216,17 @@ TEST(TokenSelection, DecodingTasksChooseTheSameTokens) {
     EXPECT_GT(selecting.selections, 0) << "case " << i;
     EXPECT_EQ(b.tokens, a.tokens) << "case " << i;
     EXPECT_NEAR(b.sum_logprob, a.sum_logprob, 1e-3 * std::max<size_t>(1, a.tokens.size())) << "case " << i;
-    AheadInference ahead(model, audio);
-    const DecodingResult c = DecodingTask(vocab, cases[i]).run(ahead);
-    EXPECT_EQ(ahead.one_pass, 1) << "case " << i;
-    EXPECT_EQ(ahead.ahead, cases[i].beam_size > 0 ? 0 : 1) << "case " << i;
-    EXPECT_EQ(c.tokens, a.tokens) << "case " << i;
-    EXPECT_NEAR(c.sum_logprob, a.sum_logprob, 1e-3 * std::max<size_t>(1, a.tokens.size())) << "case " << i;
-    EXPECT_NEAR(c.no_speech_prob, a.no_speech_prob, 1e-5) << "case " << i;
+    for (bool select_prompt : {false, true}) {
+      AheadInference ahead(model, audio);
+      ahead.select_prompt = select_prompt;
+      const DecodingResult c = DecodingTask(vocab, cases[i]).run(ahead);
+      const std::string what = "case " + std::to_string(i) + (select_prompt ? ", prompt's step chosen with it" : "");
+      EXPECT_EQ(ahead.one_pass, 1) << what;
+      EXPECT_EQ(ahead.ahead, cases[i].beam_size > 0 ? 0 : 1) << what;
+      EXPECT_EQ(c.tokens, a.tokens) << what;
+      EXPECT_NEAR(c.sum_logprob, a.sum_logprob, 1e-3 * std::max<size_t>(1, a.tokens.size())) << what;
+      EXPECT_NEAR(c.no_speech_prob, a.no_speech_prob, 1e-5) << what;
+    }
   }
 }
 
