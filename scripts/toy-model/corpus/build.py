@@ -17,7 +17,7 @@ Standard library only (runs on the development machine or on the GPU machine). O
   --eval-only       reads only the held-out sources and writes only eval-LL.txt and
                     stats.json: the same eval files as a full build (the held-out list
                     never depends on training text), from two packages (trans-de-en,
-                    gnome-user-docs) in about a minute, for scripts/toy-model/hark_eval.sh
+                    gnome-user-docs) in about 10 s, for scripts/toy-model/hark_eval.sh
 The output is deterministic for given package versions.
 """
 import argparse
