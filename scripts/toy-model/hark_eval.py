@@ -7,7 +7,22 @@ it). Prints and writes WER per language for short windows and for 1-3 minute rec
 and the share of silence/noise windows that give no text.
 
   bash scripts/toy-model/hark_eval.sh [--hark build/bin/hark] [--model models/hark-toy-speech]
-       [--clips 150] [--out /tmp/hark-toy-eval] [--hark-args "--vad trim"]
+       [--clips 150] [--windows 10,20,24] [--longform-repeat 1] [--longform-cut] [--langs en]
+       [--out /tmp/hark-toy-eval] [--hark-args "--vad trim"]
+
+--longform-repeat N makes N times LONGFORM_PLAN's recordings (the first round is the
+default set; later rounds draw other sentences, pauses and noise). --longform-cut also
+transcribes every long-form recording cut in the middle of its pauses into pieces of at
+most 30 s (the same audio and words, each piece a short clip): the difference between the
+two is what the seek loop adds. For every long-form recording, "long_form_errors" places
+each error (wer.align) against the seek loop's window starts (verbose_json's `seek`):
+errors on words within EDGE_S of a window start, after a pause of PAUSE_S or more, in the
+first window (no prompt) or in later ones.
+
+Synthesis is deterministic: every job of 16 clips runs in a fresh worker process
+(espeak-ng 1.51 keeps state from one utterance to the next, so the same text and voice
+sound slightly different after other utterances: before 2026-12-01 the audio, and the
+figures by ~1 point, depended on which worker took which job).
 
 The training run's figures (results/open-run*-results.json) come from transformers'
 generate() on the GPU; these are hark's, on the CPU, and the long-form ones are the
@@ -27,6 +42,9 @@ import train
 import wer as W
 
 LONGFORM_PLAN = {"en": (60, 120, 180, 90), "de": (60, 150), "fr": (60, 150), "es": (60, 150)}
+EDGE_S = 1.0  # a word this close to a window start (either side) is at a window edge
+PAUSE_S = 3.0  # an utterance after a pause this long is "after a long pause"
+CUT_MAX_S = 30.0
 
 
 def parse_args():
@@ -37,6 +55,13 @@ def parse_args():
                     help="folder with eval-{lang}.txt (runstate.py slice writes them)")
     ap.add_argument("--clips", type=int, default=150, help="held-out sentences per language")
     ap.add_argument("--windows", default="10,20,24", help="single, multi per language; silence windows")
+    ap.add_argument("--longform-repeat", type=int, default=1,
+                    help="how many times LONGFORM_PLAN's recordings are made (each round new ones)")
+    ap.add_argument("--langs", default=None,
+                    help="transcribe only these languages' items, e.g. en (all four are still synthesized, "
+                         "so the audio is the same as in a full run)")
+    ap.add_argument("--longform-cut", action="store_true",
+                    help="also transcribe each long-form recording cut at its pauses into <= 30 s pieces")
     ap.add_argument("--out", default="/tmp/hark-toy-eval")
     ap.add_argument("--hark-args", default="", help="more `hark transcribe` options, e.g. \"--vad trim\"")
     ap.add_argument("--seed", type=int, default=1)
@@ -51,17 +76,138 @@ def held_out_clips(args, log):
             texts[lang] = [line.strip() for line in f if line.strip()][: args.clips]
     jobs, meta = synth.plan_jobs(texts, args.seed, held_out=True, job_size=16, effect_shares={})
     t = time.time()
-    pool = train.start_pool(args.workers)
+    pool = train.start_pool(args.workers, fresh_workers=True)
     try:
-        clips = [c for part in pool.map(synth.synth_job, jobs) for c in part]
+        clips = [c for part in pool.map(synth.synth_job, jobs, chunksize=1) for c in part]
     finally:
         pool.terminate()
     log(f"{len(clips)} held-out clips synthesized in {time.time() - t:.0f} s")
     return evalsets.HeldOut(clips, meta, T.Tokenizer())
 
 
-def transcribe(args, items, folder):
-    """hark's text for each item (one process per language, all its files at once)."""
+def longform_items(held, repeat=1, plan=None):
+    """LONGFORM_PLAN's recordings, `repeat` rounds of them; names lang-long-K, K counting on
+    over the rounds (the recording's random draws follow its name)."""
+    plan = LONGFORM_PLAN if plan is None else plan
+    items = []
+    for lang, lengths in plan.items():
+        if lang not in held.table.by_lang:
+            continue
+        for k in range(len(lengths) * repeat):
+            items.append(evalsets.longform(held, lang, lengths[k % len(lengths)], 5, f"{lang}-long-{k}"))
+    return items
+
+
+def cut_at_pauses(item, max_s=CUT_MAX_S):
+    """A long-form item cut in the middle of its pauses into pieces of at most max_s
+    seconds holding whole utterances (the same samples): [{name, lang, kind "cut",
+    parent, pcm, text, segments (times in the piece)}]."""
+    segs, pcm, rate = item["segments"], item["pcm"], evalsets.RATE
+    bounds = [0.0] + [(a["end"] + b["start"]) / 2 for a, b in zip(segs, segs[1:])] + [len(pcm) / rate]
+    pieces, first = [], 0
+    while first < len(segs):
+        last = first
+        while last + 1 < len(segs) and bounds[last + 2] - bounds[first] <= max_s:
+            last += 1
+        a, b = bounds[first], bounds[last + 1]
+        if b - a > max_s:  # one utterance with its pauses is longer: the utterance, less pause
+            margin = min(0.3, max(0.0, (max_s - (segs[first]["end"] - segs[first]["start"])) / 2))
+            a, b = max(a, segs[first]["start"] - margin), min(b, segs[first]["end"] + margin)
+        piece = pcm[int(round(a * rate)): int(round(b * rate))]
+        pieces.append({"name": f"{item['name']}-cut-{len(pieces):02d}", "lang": item["lang"], "kind": "cut",
+                       "parent": item["name"], "pcm": piece,
+                       "text": " ".join(s["text"] for s in segs[first: last + 1]),
+                       "segments": [dict(s, start=round(s["start"] - a, 3), end=round(s["end"] - a, 3))
+                                    for s in segs[first: last + 1]]})
+        first = last + 1
+    return pieces
+
+
+def reference_words(item):
+    """[(normalised word, start, end, utterance index)] of a speech item: espeak-ng's word
+    times where the item has them, else spread over each utterance by characters."""
+    out = []
+    words = item.get("words") or None
+    raw = [w for s in item["segments"] for w in s["text"].split()]
+    if words is not None and len(words) != len(raw):
+        words = None
+    k = 0
+    for u, seg in enumerate(item["segments"]):
+        parts = seg["text"].split()
+        total = max(1, sum(len(p) for p in parts))
+        acc = 0
+        for p in parts:
+            if words is not None:
+                start, end = words[k]["start"], words[k]["end"]
+            else:
+                start = seg["start"] + (seg["end"] - seg["start"]) * acc / total
+                end = seg["start"] + (seg["end"] - seg["start"]) * (acc + len(p)) / total
+            acc += len(p)
+            k += 1
+            out += [(w, start, end, u) for w in W.normalize(p)]
+    return out
+
+
+def place_errors(item, hyp_text, window_starts, edge_s=EDGE_S, pause_s=PAUSE_S):
+    """Where the errors of one long-form transcript are. window_starts: seconds where the
+    seek loop began a window (0 included). Every reference word falls in one class of each
+    pair: at a window edge (within edge_s of a window start after 0) or not; in an
+    utterance after a pause >= pause_s or not; in the first window or a later one.
+    Insertions count at the reference word before them (the first word if none). Returns
+    {"errors", "words", "edge": [errors, words], "not_edge": ..., "after_pause": ...,
+    "no_pause": ..., "first_window": ..., "later_windows": ..., "dropped_utterances": n,
+    "insertion_runs": [(hyp words, seconds)] of 3+ inserted words in a row}."""
+    ref = reference_words(item)
+    hyp = W.normalize(hyp_text)
+    segs = item["segments"]
+    later = sorted(t for t in window_starts if t > 0)
+    after_pause = [u > 0 and seg["start"] - segs[u - 1]["end"] >= pause_s for u, seg in enumerate(segs)]
+
+    def classes(i):
+        _, start, end, u = ref[min(max(i, 0), len(ref) - 1)]
+        edge = any(start - edge_s <= w <= end + edge_s for w in later)
+        window = sum(1 for w in later if w <= start)
+        return ("edge" if edge else "not_edge", "after_pause" if after_pause[u] else "no_pause",
+                "first_window" if window == 0 else "later_windows")
+
+    names = ("edge", "not_edge", "after_pause", "no_pause", "first_window", "later_windows")
+    out = {n: [0, 0] for n in names}
+    for i in range(len(ref)):
+        for c in classes(i):
+            out[c][1] += 1
+    ops = W.align([w for w, *_ in ref], hyp)
+    errors, last_ref, run = 0, -1, []
+    deleted = [0] * len(segs)
+    runs = []
+    for op, i, j in ops + [("end", None, None)]:
+        if op == "ins":
+            run.append(hyp[j])
+        elif run:
+            if len(run) >= 3:
+                runs.append((" ".join(run), round(ref[max(last_ref, 0)][1], 2) if ref else 0.0))
+            run = []
+        if op == "end":
+            break
+        if i is not None:
+            last_ref = i
+        if op == "ok":
+            continue
+        errors += 1
+        if op == "del":
+            deleted[ref[i][3]] += 1
+        for c in classes(last_ref):
+            out[c][0] += 1
+    per_utt = [0] * len(segs)
+    for _, _, _, u in ref:
+        per_utt[u] += 1
+    out.update(errors=errors, words=len(ref), insertion_runs=runs,
+               dropped_utterances=sum(1 for d, n in zip(deleted, per_utt) if n and d == n))
+    return out
+
+
+def transcribe(args, items, folder, segments=None):
+    """hark's text for each item (one process per language, all its files at once); with
+    `segments` (a dict), also its verbose_json segments by name."""
     evalsets.write_wavs(items, folder)
     out = {}
     by_lang = {}
@@ -70,12 +216,16 @@ def transcribe(args, items, folder):
     for lang, group in by_lang.items():
         txt = os.path.join(folder, f"txt-{lang}")
         files = [os.path.join(folder, it["name"] + ".wav") for it in group]
-        subprocess.run([args.hark, "transcribe", *files, "--model", args.model, "--language", lang, "--format", "txt",
+        fmt = "txt" if segments is None else "all"
+        subprocess.run([args.hark, "transcribe", *files, "--model", args.model, "--language", lang, "--format", fmt,
                         "--output-dir", txt, *args.hark_args.split()], check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         for it in group:
             with open(os.path.join(txt, it["name"] + ".txt"), encoding="utf-8") as f:
                 out[it["name"]] = f.read().strip()
+            if segments is not None:
+                with open(os.path.join(txt, it["name"] + ".json"), encoding="utf-8") as f:
+                    segments[it["name"]] = json.load(f)["segments"]
     return out
 
 
@@ -103,32 +253,55 @@ def main():
     held = held_out_clips(args, log)
     counts = tuple(int(x) for x in args.windows.split(","))
     short = evalsets.windows(held, counts=counts)
-    long = [evalsets.longform(held, lang, seconds, 5, f"{lang}-long-{k}")
-            for lang, lengths in LONGFORM_PLAN.items() if lang in held.table.by_lang
-            for k, seconds in enumerate(lengths)]
+    long = longform_items(held, args.longform_repeat)
+    if args.langs:
+        keep = set(args.langs.split(","))
+        short = [it for it in short if it["lang"] is None or it["lang"] in keep]
+        long = [it for it in long if it["lang"] in keep]
+    cut = [p for it in long for p in cut_at_pauses(it)] if args.longform_cut else []
     t = time.time()
     hyps = transcribe(args, short, os.path.join(args.out, "short"))
-    hyps.update(transcribe(args, long, os.path.join(args.out, "long")))
-    log(f"transcribed {len(short) + len(long)} items in {time.time() - t:.0f} s")
+    long_segments = {}
+    hyps.update(transcribe(args, long, os.path.join(args.out, "long"), long_segments))
+    if cut:
+        hyps.update(transcribe(args, cut, os.path.join(args.out, "cut")))
+    log(f"transcribed {len(short) + len(long) + len(cut)} items in {time.time() - t:.0f} s")
+    placed = {it["name"]: place_errors(it, hyps[it["name"]], sorted({s["seek"] / 100 for s in long_segments[it["name"]]}
+                                                                    | {0.0}))
+              for it in long}
     silence = [it for it in short if it["kind"] == "silence"]
     report = {
         "model": args.model, "hark": args.hark, "hark_args": args.hark_args, "clips_per_language": args.clips,
-        "windows": counts,
+        "windows": counts, "longform_repeat": args.longform_repeat, "langs": args.langs,
         "short": score(short, hyps),
         "long_form": score(long, hyps) | {"seconds": {it["name"]: round(len(it["pcm"]) / evalsets.RATE, 1)
                                                       for it in long}},
+        "long_form_errors": placed,
         "silence_empty": {"windows": len(silence), "empty": sum(1 for it in silence if not hyps[it["name"]])},
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
+    if cut:
+        report["long_form_cut"] = score(cut, hyps)
     with open(os.path.join(args.out, "hark-eval.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "hypotheses.json"), "w", encoding="utf-8") as f:
-        json.dump({it["name"]: {"reference": it["text"], "hark": hyps[it["name"]]} for it in short + long}, f,
+        json.dump({it["name"]: {"reference": it["text"], "hark": hyps[it["name"]]} for it in short + long + cut}, f,
                   indent=1, ensure_ascii=False)
-    for lang in sorted(report["short"]):
-        s, lf = report["short"][lang], report["long_form"].get(lang, {})
+    for lang in sorted((set(report["short"]) | set(report["long_form"])) - {"seconds"}):
+        s, lf = report["short"].get(lang, {"wer": 0, "errors": 0, "words": 0}), report["long_form"].get(lang, {})
+        c = report.get("long_form_cut", {}).get(lang)
         log(f"{lang}: short windows {s['wer'] * 100:.1f} % ({s['errors']}/{s['words']}), "
-            f"long-form {lf.get('wer', 0) * 100:.1f} % ({lf.get('errors')}/{lf.get('words')})")
+            f"long-form {lf.get('wer', 0) * 100:.1f} % ({lf.get('errors')}/{lf.get('words')})"
+            + (f", long-form cut at pauses {c['wer'] * 100:.1f} % ({c['errors']}/{c['words']})" if c else ""))
+    for lang in sorted(report["long_form"]):
+        if lang == "seconds":
+            continue
+        tot = {k: [0, 0] for k in ("edge", "not_edge", "after_pause", "no_pause", "first_window", "later_windows")}
+        for name, p in placed.items():
+            if name.startswith(lang + "-"):
+                for k in tot:
+                    tot[k] = [tot[k][0] + p[k][0], tot[k][1] + p[k][1]]
+        log(f"{lang} long-form errors/words: " + ", ".join(f"{k} {e}/{n}" for k, (e, n) in tot.items()))
     log(f"silence/noise: {report['silence_empty']['empty']} of {report['silence_empty']['windows']} empty")
     log(f"wrote {os.path.join(args.out, 'hark-eval.json')}")
 

@@ -123,10 +123,13 @@ def attach_lines(meta, texts, lines):
         cursor[m["lang"]] += 1
 
 
-def start_pool(workers):
+def start_pool(workers, fresh_workers=False):
     """Spawned (not forked) workers: they inherit ESPEAK_LD_PATH as LD_LIBRARY_PATH, which
     the dynamic linker only reads at process start, and the parent's CUDA state is not
-    copied into them."""
+    copied into them. fresh_workers: a new process for every task (map with chunksize=1),
+    so a job's clips do not depend on what the worker synthesized before: espeak-ng keeps
+    state between utterances (the same text and voice come out a few samples different
+    after other utterances), which made hark_eval.py's audio depend on the scheduling."""
     extra = os.environ.get("ESPEAK_LD_PATH")
     saved = os.environ.get("LD_LIBRARY_PATH")
     if extra and extra not in (saved or ""):
@@ -135,7 +138,7 @@ def start_pool(workers):
     # it, and a worker the pool starts again later (after one died) needs it too — run 1
     # of 2026-11-30 stopped when a replacement worker could load neither the library nor
     # the program.
-    return mp.get_context("spawn").Pool(workers)
+    return mp.get_context("spawn").Pool(workers, maxtasksperchild=1 if fresh_workers else None)
 
 
 def save_state(args, model, opt, state, info, results):

@@ -29,6 +29,33 @@ def edit_distance(ref, hyp):
     return prev[-1]
 
 
+def align(ref, hyp):
+    """A minimal edit script between two word lists: (op, ref index, hyp index) with op
+    "ok", "sub", "del" (ref word missing; hyp index None) or "ins" (hyp word added; ref
+    index None), in order. Its error count equals edit_distance(ref, hyp)."""
+    n, m = len(ref), len(hyp)
+    d = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        d[i][0] = i
+    for j in range(m + 1):
+        d[0][j] = j
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
+    ops, i, j = [], n, m
+    while i or j:
+        if i and j and d[i][j] == d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]):
+            ops.append(("ok" if ref[i - 1] == hyp[j - 1] else "sub", i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif i and d[i][j] == d[i - 1][j] + 1:
+            ops.append(("del", i - 1, None))
+            i -= 1
+        else:
+            ops.append(("ins", None, j - 1))
+            j -= 1
+    return ops[::-1]
+
+
 def corpus_wer(refs, hyps):
     """(WER over all pairs, errors, reference words)."""
     if len(refs) != len(hyps):

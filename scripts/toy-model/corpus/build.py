@@ -14,6 +14,10 @@ Standard library only (runs on the development machine or on the GPU machine). O
                     drops; per language: counts and sha256 of the training file
   --sample DIR      also writes the first 40 training and 40 held-out sentences per
                     language (the sample committed in the repository)
+  --eval-only       reads only the held-out sources and writes only eval-LL.txt and
+                    stats.json: the same eval files as a full build (the held-out list
+                    never depends on training text), from two packages (trans-de-en,
+                    gnome-user-docs) in about 10 s, for scripts/toy-model/hark_eval.sh
 The output is deterministic for given package versions.
 """
 import argparse
@@ -108,12 +112,14 @@ def interleave(per_source, seed):
     return out
 
 
-def build(debs, indexes, out_dir, only_langs=None):
+def build(debs, indexes, out_dir, only_langs=None, eval_only=False, sources=SOURCES):
     os.makedirs(out_dir, exist_ok=True)
-    report = {"sources": {}, "languages": {}, "seed": SEED}
+    report = {"sources": {}, "languages": {}, "seed": SEED, "eval_only": eval_only}
     by_lang = {}
-    for source in SOURCES:
+    for source in sources:
         if only_langs and source.lang not in only_langs:
+            continue
+        if eval_only and source.role != "eval":
             continue
         t = time.time()
         sentences, stats = collect(source, debs, indexes)
@@ -140,12 +146,16 @@ def build(debs, indexes, out_dir, only_langs=None):
         eval_list = list(held_out.values())
         random.Random(f"{SEED}-{lang}-eval").shuffle(eval_list)
         eval_list = eval_list[:MAX_EVAL]
+        with open(os.path.join(out_dir, f"eval-{lang}.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(eval_list) + "\n")
+        if eval_only:
+            report["languages"][lang] = {"eval_sentences": len(eval_list)}
+            print(f"{lang}: {len(eval_list)} held out (no training file: --eval-only)", flush=True)
+            continue
         path = os.path.join(out_dir, f"train-{lang}.txt.xz")
         data = ("\n".join(order) + "\n").encode("utf-8")
         with lzma.open(path, "wb", preset=6) as f:
             f.write(data)
-        with open(os.path.join(out_dir, f"eval-{lang}.txt"), "w", encoding="utf-8") as f:
-            f.write("\n".join(eval_list) + "\n")
         report["languages"][lang] = {
             "train_sentences": len(order), "eval_sentences": len(eval_list),
             "train_per_source": {n: len(v[0][: v[1]] if v[1] else v[0]) for n, v in train.items()},
@@ -181,8 +191,10 @@ def main(argv=None):
     ap.add_argument("--out", default=".device-carry/corpus-full")
     ap.add_argument("--langs", default=None, help="comma-separated subset, e.g. en,de")
     ap.add_argument("--sample", default=None, help="also write a small sample here")
+    ap.add_argument("--eval-only", action="store_true",
+                    help="only the held-out sources: eval-LL.txt and stats.json, no training files")
     args = ap.parse_args(argv)
-    build(args.debs, args.indexes, args.out, args.langs.split(",") if args.langs else None)
+    build(args.debs, args.indexes, args.out, args.langs.split(",") if args.langs else None, args.eval_only)
     if args.sample:
         write_sample(args.out, args.sample)
 

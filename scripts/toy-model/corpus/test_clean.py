@@ -250,6 +250,31 @@ class Separation(unittest.TestCase):
         self.assertEqual(sum(x.startswith("b") for x in first), 5)
         self.assertLess(first.index(next(x for x in first if x.startswith("b"))), 20)  # spread, not appended
 
+    def test_eval_only_writes_the_same_held_out_files(self):
+        fake = [sources.Source("t-en", "en", "train", "fortunes-xx", ["usr/share/games/fortunes/*"], "fortunes", {},
+                               None, "x"),
+                sources.Source("e-en", "en", "eval", "fortunes-yy", ["usr/share/games/fortunes/*"], "fortunes", {},
+                               None, "x")]
+        said = ["The cat sat on the mat.", "We went home early.", "It rained all day long.", "Open the door now."]
+        with tempfile.TemporaryDirectory() as d:
+            debs = os.path.join(d, "debs")
+            os.makedirs(debs)
+            _fake_deb(os.path.join(debs, "fortunes-yy_1.0-1_all.deb"),
+                      {"usr/share/games/fortunes/a": "\n%\n".join(said).encode() + b"\n"})
+            _fake_deb(os.path.join(debs, "fortunes-xx_1.0-1_all.deb"),
+                      {"usr/share/games/fortunes/a": b"A training line here.\n%\nThe cat sat on the mat.\n"})
+            build.build(debs, d, os.path.join(d, "full"), sources=fake)
+            os.remove(os.path.join(debs, "fortunes-xx_1.0-1_all.deb"))  # --eval-only never reads it
+            report = build.build(debs, d, os.path.join(d, "eval"), eval_only=True, sources=fake)
+            with open(os.path.join(d, "full", "eval-en.txt"), encoding="utf-8") as f:
+                full = f.read()
+            with open(os.path.join(d, "eval", "eval-en.txt"), encoding="utf-8") as f:
+                self.assertEqual(f.read(), full)
+            self.assertEqual(sorted(full.split("\n")[:-1]), sorted(said))
+            self.assertEqual(sorted(os.listdir(os.path.join(d, "eval"))), ["eval-en.txt", "stats.json"])
+            self.assertEqual(report["languages"]["en"], {"eval_sentences": 4})
+            self.assertEqual(list(report["sources"]), ["e-en"])
+
     def test_random_text_never_crashes(self):
         rng = random.Random(5)
         alphabet = "aZé ß.,;:!?¿¡'\"-—…()/\\$%0123456789\u00a0\n"
