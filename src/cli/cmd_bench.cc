@@ -48,6 +48,7 @@ struct BenchArgs {
   int tokens = 32;
   int e2e_tokens = 0;  // > 0: cap each window's sampled tokens (synthetic weights never stop)
   int step_windows = 0;  // > 0: also time steps of this many rows, each on its own window
+  bool select_on_cpu = false;  // CPU: decode as the GPU fast path does (its host logic timed)
   std::string language = "en";  // of the --e2e runs; "auto" detects it (one more encoder pass)
   bool e2e = false;
   ServerBenchArgs server;  // --server: the load generator instead
@@ -199,7 +200,10 @@ void run_bench(const BenchArgs& args) {
   const ComputeType compute = resolve_compute_type(compute_type_named(args.compute_type), *ckpt, target);
   ckpt = apply_compute_type(ckpt, compute, target);
   std::shared_ptr<Backend> backend = make_backend(
-      args.device, {.threads = args.threads, .compute_type = args.compute_type, .cross_kv = compute.cross_kv});
+      args.device, {.threads = args.threads,
+                    .compute_type = args.compute_type,
+                    .cross_kv = compute.cross_kv,
+                    .select_next_to_logits = args.select_on_cpu});
   auto model = std::make_shared<WhisperModel>(ckpt, backend);
   const double load_ms = ms_since(start);
   const HParams& hp = model->hparams();
@@ -403,6 +407,9 @@ void add_bench_command(CLI::App& app) {
                   "Also time decoder steps of this many rows, each on a window of its own (as the batching server runs "
                   "them)")
       ->check(CLI::Range(0, 256));
+  cmd->add_flag("--select-next-to-logits", args->select_on_cpu,
+                "CPU: decode as the GPU fast path does (tokens chosen next to the logits, the prompt's first step "
+                "with them), to time that path's host work (--e2e's bookkeeping)");
   cmd->add_option("--language", args->language, "Language of the --e2e runs (auto: detect it)")->capture_default_str();
   cmd->add_option("--json", args->json, "Write the figures to this JSON file");
   auto& sv = args->server;
