@@ -92,11 +92,7 @@ WhisperModel::PromptChoices WhisperModel::decode_prompt_select(DecoderState& sta
     throw Error(ErrorCode::InvalidArgument, "[decoder] decode_prompt_select needs one summary per row and 1..16 choices");
   DecoderBuffers& buf = *state.buffers_;
   stage_inputs(state, tokens);
-  const std::vector<int32_t> spec = make_select_spec(rules, hp.n_vocab, rows);
-  std::copy(spec.begin(), spec.end(), buf.host_spec.data<int32_t>());
-  const int64_t n_choices = static_cast<int64_t>(batch) * k * 2;
-  Tensor choices = buf.choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
-  Tensor host_choices = buf.host_choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  ChoiceBuffers choices = stage_selection(state, rules, rows, k);
   Tensor host_row0 = buf.host_logits.rows(0, 1);
   auto pass = [&] {
     be.copy_async(buf.host_spec, buf.spec);
@@ -104,8 +100,8 @@ WhisperModel::PromptChoices WhisperModel::decode_prompt_select(DecoderState& sta
     Tensor logits = decoder_forward(state, n_new, false, nullptr, 0, -1, true, position);
     Tensor row0 = logits.rows(0, 1);
     be.copy_async(row0, host_row0);
-    ops::select_tokens(be, logits.rows(batch, 2 * batch), buf.spec, k, choices);
-    be.copy_async(choices, host_choices);
+    ops::select_tokens(be, logits.rows(batch, 2 * batch), buf.spec, k, choices.device);
+    be.copy_async(choices.device, choices.host);
   };
   // The common prompt (start of transcript first, a few tokens) is recorded like a step.
   if (position == 0 && n_new <= DecoderBuffers::kMaxRecordedPrefill)
@@ -116,12 +112,7 @@ WhisperModel::PromptChoices WhisperModel::decode_prompt_select(DecoderState& sta
     pass();
   be.synchronize();
   for (int r = 0; r < batch; ++r) state.lengths_[r] += n_new;
-  PromptChoices out;
-  out.row0_at_position = host_row0.clone().reshape({hp.n_vocab});
-  out.choices.resize(static_cast<size_t>(batch) * k);
-  const int32_t* c = host_choices.data<int32_t>();
-  for (size_t i = 0; i < out.choices.size(); ++i) out.choices[i] = {c[2 * i], std::bit_cast<float>(c[2 * i + 1])};
-  return out;
+  return {host_row0.clone().reshape({hp.n_vocab}), read_choices(choices.host)};
 }
 
 }  // namespace hark

@@ -198,22 +198,32 @@ std::vector<TokenChoice> WhisperModel::decode_select(DecoderState& state, std::s
     throw Error(ErrorCode::InvalidArgument, "[decoder] decode_select needs one summary per row and 1..16 choices");
   DecoderBuffers& buf = *state.buffers_;
   stage_inputs(state, tokens);
-  const std::vector<int32_t> spec = make_select_spec(rules, hp.n_vocab, rows);
-  std::copy(spec.begin(), spec.end(), buf.host_spec.data<int32_t>());
-  const int64_t n_choices = static_cast<int64_t>(batch) * k * 2;
-  Tensor choices = buf.choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
-  Tensor host_choices = buf.host_choices.reshape({batch * DecoderBuffers::kMaxChoices * 2}).rows(0, n_choices);
+  ChoiceBuffers choices = stage_selection(state, rules, rows, k);
   // A separate record per k (the selection's launch differs), 8 bits above the plain step's key.
   be.replay(buf.id << 8 | static_cast<uint64_t>(k), [&] {
     Tensor logits = decoder_forward(state, 1, false, nullptr);
     be.copy_async(buf.host_spec, buf.spec);
-    ops::select_tokens(be, logits, buf.spec, k, choices);
-    be.copy_async(choices, host_choices);
+    ops::select_tokens(be, logits, buf.spec, k, choices.device);
+    be.copy_async(choices.device, choices.host);
   });
   be.synchronize();
   for (int r = 0; r < batch; ++r) state.lengths_[r] += 1;
-  std::vector<TokenChoice> out(static_cast<size_t>(batch) * k);
-  const int32_t* c = host_choices.data<int32_t>();
+  return read_choices(choices.host);
+}
+
+WhisperModel::ChoiceBuffers WhisperModel::stage_selection(DecoderState& state, const SelectionRules& rules,
+                                                          std::span<const SampledSummary> rows, int k) {
+  DecoderBuffers& buf = *state.buffers_;
+  const std::vector<int32_t> spec = make_select_spec(rules, hparams().n_vocab, rows);
+  std::copy(spec.begin(), spec.end(), buf.host_spec.data<int32_t>());
+  const int64_t all = static_cast<int64_t>(state.batch()) * DecoderBuffers::kMaxChoices * 2;
+  const int64_t used = static_cast<int64_t>(rows.size()) * k * 2;
+  return {buf.choices.reshape({all}).rows(0, used), buf.host_choices.reshape({all}).rows(0, used)};
+}
+
+std::vector<TokenChoice> WhisperModel::read_choices(const Tensor& host) {
+  std::vector<TokenChoice> out(static_cast<size_t>(host.numel() / 2));
+  const int32_t* c = host.data<int32_t>();
   for (size_t i = 0; i < out.size(); ++i) out[i] = {c[2 * i], std::bit_cast<float>(c[2 * i + 1])};
   return out;
 }

@@ -203,6 +203,14 @@ class WhisperModel {
   void validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new, int first = 0,
                      int count = -1) const;
   void stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first = 0, int count = -1);
+  // A selection's spec (rules and one summary per row) written to the state's host buffer,
+  // and the device and host views of its choices for those rows, k each.
+  struct ChoiceBuffers {
+    Tensor device, host;  // i32 [rows·k·2]
+  };
+  ChoiceBuffers stage_selection(DecoderState& state, const SelectionRules& rules, std::span<const SampledSummary> rows,
+                                int k);
+  static std::vector<TokenChoice> read_choices(const Tensor& host);
 
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::shared_ptr<Backend> backend_;

@@ -103,13 +103,12 @@ void CudaBackend::norm_cached_attention(const Tensor& x, const Tensor& gamma, co
   cuda::use_device(device_index_);
   const int64_t k = x.dim(-1), m = x.numel() / k, d = out.dim(1);
   const int hd = static_cast<int>(d / n_heads);
-  const Packed& p = packed_weights(ws, biases);
   // Where the two-launch path would run the one-row product with the norm fused
   // (fuse_norm) and then the cached kernel: the fused step computes the same numbers.
-  const bool one_row = m == 1 && n_new == 1 && cache_k.dim(0) == cache_v.dim(0) && lengths.numel() == 1;
-  if (fused_self_step_ && act_ != DType::F32 && one_row && d == k && p.weight.dim(0) == 3 * d &&
-      cuda::gemv_one_row_applies(1, static_cast<int>(k)) && !lt_for_few_rows_ &&
-      cuda::self_attention_step_applies(static_cast<int>(k), n_heads, hd)) {
+  const bool one_row = m == 1 && n_new == 1 && lengths.numel() == 1 && d == k && qkv.dim(-1) == 3 * d;
+  if (fused_self_step_ && act_ != DType::F32 && one_row && cuda::gemv_one_row_applies(1, static_cast<int>(k)) &&
+      !lt_for_few_rows_ && cuda::self_attention_step_applies(static_cast<int>(k), n_heads, hd)) {
+    const Packed& p = packed_weights(ws, biases);
     require_device(lengths, "the cached lengths");
     if (!self_step_counters_.defined()) {
       const PauseArena pause(arena_);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/device/mma.cuh"
 
@@ -80,10 +81,6 @@ __device__ __forceinline__ void fence_registers(float (&r)[8][4]) {
 // a 16×64 B described by desc_b: K-major (kTransB = false: B stored as 64 rows of N, each
 // holding its 16 K values) or MN-major (kTransB = true: K rows, each holding 64 N values).
 // With accumulate = false, d = a · b.
-template <class T, bool kTransB>
-__device__ __forceinline__ void wgmma_64x64x16(float (&d)[8][4], const unsigned (&a)[4], uint64_t desc_b,
-                                               bool accumulate);
-
 #define HARK_WGMMA_64x64x16(TYPE)                                                                                 \
   asm volatile(                                                                                                   \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                \
@@ -99,36 +96,14 @@ __device__ __forceinline__ void wgmma_64x64x16(float (&d)[8][4], const unsigned 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(accumulate)),             \
         "n"(kTransB ? 1 : 0))
 
-template <>
-__device__ __forceinline__ void wgmma_64x64x16<__half, false>(float (&d)[8][4], const unsigned (&a)[4], uint64_t desc_b,
-                                                              bool accumulate) {
+template <class T, bool kTransB>
+__device__ __forceinline__ void wgmma_64x64x16(float (&d)[8][4], const unsigned (&a)[4], uint64_t desc_b,
+                                               bool accumulate) {
 #ifdef HARK_WGMMA
-  constexpr bool kTransB = false;
-  HARK_WGMMA_64x64x16("f16");
-#endif
-}
-template <>
-__device__ __forceinline__ void wgmma_64x64x16<__half, true>(float (&d)[8][4], const unsigned (&a)[4], uint64_t desc_b,
-                                                             bool accumulate) {
-#ifdef HARK_WGMMA
-  constexpr bool kTransB = true;
-  HARK_WGMMA_64x64x16("f16");
-#endif
-}
-template <>
-__device__ __forceinline__ void wgmma_64x64x16<__nv_bfloat16, false>(float (&d)[8][4], const unsigned (&a)[4],
-                                                                     uint64_t desc_b, bool accumulate) {
-#ifdef HARK_WGMMA
-  constexpr bool kTransB = false;
-  HARK_WGMMA_64x64x16("bf16");
-#endif
-}
-template <>
-__device__ __forceinline__ void wgmma_64x64x16<__nv_bfloat16, true>(float (&d)[8][4], const unsigned (&a)[4],
-                                                                    uint64_t desc_b, bool accumulate) {
-#ifdef HARK_WGMMA
-  constexpr bool kTransB = true;
-  HARK_WGMMA_64x64x16("bf16");
+  if constexpr (std::is_same_v<T, __half>)
+    HARK_WGMMA_64x64x16("f16");
+  else
+    HARK_WGMMA_64x64x16("bf16");
 #endif
 }
 
