@@ -54,41 +54,51 @@ inline void fold8(const __m512* wide, __m256* narrow) {
 }
 #endif
 
+// scores[0, 8) = scale · q · K[u] for the 8 key rows k + u·d, u < 8, over one head's hd
+// columns: one accumulator a key, so every score has the same summation order wherever
+// its block lies.
+template <class E>
+inline void score_block8(const float* q, const E* k, int64_t d, int64_t hd, float scale, float* scores) {
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    __m512 acc[8];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    for (int64_t j = 0; j < hd; j += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + j);
+      for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(load16(k + u * d + j), qv, acc[u]);
+    }
+    __m256 folded[8];
+    fold8(acc, folded);
+    _mm256_storeu_ps(scores, _mm256_mul_ps(reduce8(folded), _mm256_set1_ps(scale)));
+    return;
+  }
+#endif
+  __m256 acc[8];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (int64_t j = 0; j < hd; j += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + j);
+    for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(load8(k + u * d + j), qv, acc[u]);
+  }
+  _mm256_storeu_ps(scores, _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(scale)));
+}
+
+// The score of one key row past the last whole block of 8.
+template <class E>
+inline float score_one(const float* q, const E* k, int64_t hd, float scale) {
+  float s = 0;
+  for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[j]);
+  return s * scale;
+}
+
 // scores[t] = scale · q · K[t] over one head's hd columns of K (row stride d).
 template <class E>
 void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
   int64_t t = 0;
-#if defined(__AVX512F__)
-  if (hd % 16 == 0) {
-    for (; t + 8 <= tk; t += 8) {
-      for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
-      __m512 acc[8];
-      for (auto& a : acc) a = _mm512_setzero_ps();
-      for (int64_t j = 0; j < hd; j += 16) {
-        const __m512 qv = _mm512_loadu_ps(q + j);
-        for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(load16(k + (t + u) * d + j), qv, acc[u]);
-      }
-      __m256 folded[8];
-      fold8(acc, folded);
-      _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(folded), _mm256_set1_ps(scale)));
-    }
-  }
-#endif
   for (; t + 8 <= tk; t += 8) {
     for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
-    __m256 acc[8];
-    for (auto& a : acc) a = _mm256_setzero_ps();
-    for (int64_t j = 0; j < hd; j += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + j);
-      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(load8(k + (t + u) * d + j), qv, acc[u]);
-    }
-    _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(acc), _mm256_set1_ps(scale)));
+    score_block8(q, k + t * d, d, hd, scale, scores + t);
   }
-  for (; t < tk; ++t) {
-    float s = 0;
-    for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[t * d + j]);
-    scores[t] = s * scale;
-  }
+  for (; t < tk; ++t) scores[t] = score_one(q, k + t * d, hd, scale);
 }
 
 // out[0, hd) = Σ_t p[t] · V[t] over one head's columns of V.
@@ -164,6 +174,14 @@ void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const 
 }
 
 }  // namespace
+
+void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
+                            int64_t head_dim, float* scores, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  head_scores(q, k, visible, ldk, head_dim, scale, scores);
+  softmax_row(scores, visible, visible);
+  head_values(scores, v, visible, ldv, head_dim, out);
+}
 
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,
                     int64_t causal_offset, float* weights) {

@@ -65,6 +65,14 @@ void for_each_head_row(ThreadPool& pool, const CachedRows& a, int n_heads, bool 
 // Whether the vectorised loops handle this head size (multiples of 8).
 bool attention_rows_supported(int64_t head_dim);
 
+// One head of one query row over fp32 keys and values: q, k and v point at the head's first
+// column (k/v rows ldk/ldv floats apart), scores has room for `visible` values and holds the
+// softmax afterwards, out receives head_dim values. The same arithmetic as attention_rows,
+// whatever the other rows and heads of the call: the CPU's fp32 decoder steps run each
+// (window, head, row) of a step through it in one parallel loop (cpu_attend_many).
+void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
+                            int64_t head_dim, float* scores, float* out);
+
 // out = softmax(scale · q Kᵀ) V per head for f32 or f16 K/V; `weights` (optional) receives
 // the softmax [n_heads, tq, tk]. Causal: row i sees keys up to i + causal_offset.
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,

@@ -11,10 +11,6 @@
 #include "core/cpu/gemm.h"
 #include "core/cpu/vector_math.h"
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 namespace hark {
 
 namespace {
@@ -22,7 +18,7 @@ namespace {
 // One attention call's (head, block of query rows) tasks.
 struct AttendPlan {
   int64_t row_blocks = 1, rows_per_block = 0;
-  bool few = false;  // read by attend_few
+  bool few = false;  // (head, query row) tasks of direct loops
 };
 
 AttendPlan plan_for(const AttentionRows& a, int n_heads, int64_t threads) {
@@ -49,50 +45,21 @@ void attend_block(const AttentionRows& a, int64_t h, int64_t r0, int64_t r1, int
                a.ldo);
 }
 
-// Queries per call up to which a non-causal call reads each key and value row once for
-// all its queries and heads (decoder steps' cross-attention: one row, or a few beams).
+// Queries per call up to which each (head, query row) is one task of direct loops
+// (attention_head_row_f32) instead of sgemm calls: decoder steps (one row, or a few beams)
+// and short prompts. Their cross-attention is bound by reading every row's window once.
 constexpr int64_t kFewQueries = 8;
 
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0;
-  int64_t i = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-  __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-  s = _mm_cvtss_f32(h);
-#endif
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-// Heads [h0, h1) of a call with few queries, key and value rows read once in order: the
-// decoder step is bound by reading every row's window, so the window is streamed once
-// instead of once per head. Each (query, head) keeps its own sums, in key order.
-void attend_few(const AttentionRows& a, int64_t h0, int64_t h1, int64_t hd, float scale, float* s, float* wp) {
-  const int64_t tq = a.tq, tk = a.tk, nh = h1 - h0;
-  auto score = [&](int64_t q, int64_t h) { return s + (q * nh + (h - h0)) * tk; };
-  for (int64_t j = 0; j < tk; ++j) {
-    const float* k = a.k + j * a.ldk;
-    for (int64_t q = 0; q < tq; ++q)
-      for (int64_t h = h0; h < h1; ++h) score(q, h)[j] = scale * dot(a.q + q * a.ldq + h * hd, k + h * hd, hd);
-  }
-  for (int64_t q = 0; q < tq; ++q)
-    for (int64_t h = h0; h < h1; ++h) {
-      softmax_row(score(q, h), tk, tk);
-      if (wp) std::memcpy(wp + (h * tq + q) * tk, score(q, h), tk * sizeof(float));
-      std::fill(a.out + q * a.ldo + h * hd, a.out + q * a.ldo + (h + 1) * hd, 0.0f);
-    }
-  for (int64_t j = 0; j < tk; ++j) {
-    const float* v = a.v + j * a.ldv;
-    for (int64_t q = 0; q < tq; ++q)
-      for (int64_t h = h0; h < h1; ++h) {
-        const float p = score(q, h)[j];
-        float* o = a.out + q * a.ldo + h * hd;
-        for (int64_t i = 0; i < hd; ++i) o[i] += p * v[h * hd + i];
-      }
+// Head h of query row i of a few-query call.
+void attend_head_row(const AttentionRows& a, int64_t h, int64_t i, int64_t hd, bool causal, int64_t causal_offset,
+                     float* s, float* wp) {
+  const int64_t tk = a.tk, visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
+  attention_head_row_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd, s,
+                         a.out + i * a.ldo + h * hd);
+  if (wp) {
+    float* w = wp + (h * a.tq + i) * tk;
+    std::copy(s, s + visible, w);
+    std::fill(w + visible, w + tk, 0.0f);
   }
 }
 
@@ -109,15 +76,15 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
   std::vector<AttendPlan> plans;
   std::vector<int64_t> first_task;
   int64_t tasks = 0, scratch = 0;
-  // Few-query calls: tasks are (call, group of heads); enough groups to keep the pool busy.
-  const int64_t head_groups = std::clamp<int64_t>(pool.size() / std::max<int64_t>(1, calls.size()), 1, n_heads);
+  // Few-query calls: tasks are (call, head, query row), the rows of one head next to each
+  // other so that a thread's second row finds the head's keys and values in its cache.
   for (const AttentionRows& a : calls) {
     AttendPlan p = plan_for(a, n_heads, pool.size());
-    p.few = !causal && a.tq <= kFewQueries;
+    p.few = a.tq <= kFewQueries && attention_rows_supported(hd);
     plans.push_back(p);
     first_task.push_back(tasks);
-    tasks += p.few ? head_groups : n_heads * p.row_blocks;
-    scratch = std::max(scratch, p.few ? a.tq * n_heads * a.tk : p.rows_per_block * a.tk);
+    tasks += n_heads * (p.few ? a.tq : p.row_blocks);
+    scratch = std::max(scratch, p.few ? a.tk : p.rows_per_block * a.tk);
   }
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     // Per-thread scratch, kept between calls: a fresh 4 MB buffer per encoder layer would
@@ -129,16 +96,16 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
       while (c + 1 < calls.size() && task >= first_task[c + 1]) ++c;
       const AttendPlan& p = plans[c];
       const int64_t local = task - first_task[c];
+      const int64_t offset = causal_offsets.empty() ? 0 : causal_offsets[c];
+      float* wp = weights.empty() ? nullptr : weights[c];
       if (p.few) {
-        const int64_t h0 = local * n_heads / head_groups, h1 = (local + 1) * n_heads / head_groups;
-        if (h0 < h1) attend_few(calls[c], h0, h1, hd, scale, scores.data(), weights.empty() ? nullptr : weights[c]);
+        attend_head_row(calls[c], local / calls[c].tq, local % calls[c].tq, hd, causal, offset, scores.data(), wp);
         continue;
       }
       const int64_t h = local / p.row_blocks;
       const int64_t r0 = (local % p.row_blocks) * p.rows_per_block, r1 = std::min(calls[c].tq, r0 + p.rows_per_block);
       if (r0 >= r1) continue;
-      attend_block(calls[c], h, r0, r1, hd, scale, causal, causal_offsets.empty() ? 0 : causal_offsets[c], n_heads,
-                   scores.data(), weights.empty() ? nullptr : weights[c]);
+      attend_block(calls[c], h, r0, r1, hd, scale, causal, offset, n_heads, scores.data(), wp);
     }
   });
 }

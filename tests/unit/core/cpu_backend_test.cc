@@ -4,7 +4,9 @@
 #include <cmath>
 #include <random>
 
+#include "core/cpu/cpu_backend.h"
 #include "core/ops.h"
+#include "core/thread_pool.h"
 
 namespace hark {
 namespace {
@@ -92,6 +94,80 @@ TEST_P(AttentionTest, CausalAttentionMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(HeadSizesAndRows, AttentionTest, ::testing::Combine(::testing::Values(8, 64),
                                                                             ::testing::Values(3, 20)));
+
+// softmax(q Kᵀ/√hd) V of head h, query row i, in double precision (row strides ld*).
+std::vector<double> attention_ref(const AttentionRows& a, int64_t h, int64_t i, int64_t hd, int64_t visible) {
+  std::vector<double> s(visible), o(hd, 0.0);
+  double mx = -1e300, sum = 0;
+  for (int64_t j = 0; j < visible; ++j) {
+    double dot = 0;
+    for (int64_t c = 0; c < hd; ++c) dot += double(a.q[i * a.ldq + h * hd + c]) * a.k[j * a.ldk + h * hd + c];
+    s[j] = dot / std::sqrt(double(hd));
+    mx = std::max(mx, s[j]);
+  }
+  for (double& x : s) sum += (x = std::exp(x - mx));
+  for (int64_t j = 0; j < visible; ++j)
+    for (int64_t c = 0; c < hd; ++c) o[c] += s[j] / sum * a.v[j * a.ldv + h * hd + c];
+  return o;
+}
+
+// The decoder step's attention loop: one parallel loop over the calls of several windows
+// (cross-attention: one row, or a window's beams) or rows (self-attention over each row's
+// cache). Every call must give the numbers it gives alone, whatever its companions — the
+// batching server's "same tokens as alone" rests on it — and be right. Head sizes 64
+// (512-bit loops), 24 (256-bit loops); key counts that leave a tail past the blocks of 8.
+class AttendManyTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(AttendManyTest, EachCallAsAloneAndRight) {
+  const auto [hd, causal] = GetParam();
+  const int heads = 3;
+  const int64_t d = heads * hd;
+  std::mt19937 rng(11 + hd + causal);
+  ThreadPool pool(2);
+  // (query rows, keys): few-row calls (1, 5, 8 rows) and one long enough for the sgemm path.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 203}, {5, 1500}, {8, 37}, {1, 1}, {12, 64}};
+  std::vector<Tensor> qs, ks, vs, outs, alone;
+  std::vector<AttentionRows> calls, solo;
+  std::vector<int64_t> offsets;
+  for (auto [tq, tk] : shapes) {
+    qs.push_back(random_tensor({tq, d}, rng));
+    // K and V interleaved in one tensor, as the packed cross K/V is.
+    ks.push_back(random_tensor({tk, 2 * d}, rng));
+    outs.push_back(Tensor::zeros({tq, d}));
+    alone.push_back(Tensor::zeros({tq, d}));
+    const float* kv = ks.back().data<float>();
+    calls.push_back({qs.back().data<float>(), d, kv, 2 * d, kv + d, 2 * d, outs.back().data<float>(), d, tq, tk});
+    solo.push_back(calls.back());
+    solo.back().out = alone.back().data<float>();
+    offsets.push_back(causal ? std::max<int64_t>(0, tk - tq) : 0);
+  }
+  cpu_attend_many(pool, calls, heads, hd, causal, causal ? std::span<const int64_t>(offsets) : std::span<const int64_t>(),
+                  {});
+  for (size_t c = 0; c < calls.size(); ++c) {
+    cpu_attend(pool, solo[c], heads, hd, causal, offsets[c], nullptr);
+    const int64_t tq = calls[c].tq, tk = calls[c].tk;
+    for (int64_t i = 0; i < tq * d; ++i)
+      ASSERT_EQ(outs[c].data<float>()[i], alone[c].data<float>()[i]) << "call " << c << " value " << i;
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < tq; ++i) {
+        const int64_t visible = causal ? std::min(tk, i + offsets[c] + 1) : tk;
+        const std::vector<double> ref = attention_ref(calls[c], h, i, hd, visible);
+        for (int64_t j = 0; j < hd; ++j)
+          EXPECT_NEAR(outs[c].data<float>()[i * d + h * hd + j], ref[j], 1e-5) << "call " << c << " head " << h;
+      }
+  }
+  // The 5-row call with other companions (and none) gives the same bits again.
+  std::vector<AttentionRows> other = {calls[1], calls[3]};
+  Tensor again = Tensor::zeros({5, d});
+  other[0].out = again.data<float>();
+  const std::vector<int64_t> other_offsets = {offsets[1], offsets[3]};
+  cpu_attend_many(pool, other, heads, hd, causal,
+                  causal ? std::span<const int64_t>(other_offsets) : std::span<const int64_t>(), {});
+  for (int64_t i = 0; i < 5 * d; ++i) ASSERT_EQ(again.data<float>()[i], outs[1].data<float>()[i]) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadSizesCausal, AttendManyTest,
+                         ::testing::Combine(::testing::Values(64, 24), ::testing::Bool()));
 
 TEST(CpuBackend, Conv1dMatchesReference) {
   std::mt19937 rng(3);

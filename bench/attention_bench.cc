@@ -1,0 +1,59 @@
+// The decoder step's attention on the CPU: cross-attention of a few query rows over 1500
+// fp32 keys (one call per window, as a batching server's step runs it, or one call with
+// a window's beams), and the self-attention over a short cache. Reports K/V bytes read
+// per second (src/core/cpu/cpu_attention.cc).
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "core/cpu/cpu_backend.h"
+#include "core/thread_pool.h"
+
+namespace {
+
+// {windows, query rows per window, keys, heads, threads, causal}
+void BM_AttendMany(benchmark::State& state) {
+  const int64_t windows = state.range(0), tq = state.range(1), tk = state.range(2);
+  const int heads = static_cast<int>(state.range(3));
+  const bool causal = state.range(5) != 0;
+  const int64_t hd = 64, d = heads * hd;
+  hark::ThreadPool pool(static_cast<int>(state.range(4)));
+  // Four layers' K/V, used in turn, so that (as in a step) the windows come from memory
+  // rather than from the last iteration's cache.
+  constexpr int64_t kLayers = 4;
+  std::vector<float> q(windows * tq * d), kv(kLayers * windows * tk * 2 * d), out(windows * tq * d);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = 0.01f * static_cast<float>(i % 13);
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = 0.02f * static_cast<float>(i % 7) - 0.05f;
+  std::vector<std::vector<hark::AttentionRows>> layers(kLayers);
+  std::vector<int64_t> offsets(windows, tk - tq);
+  for (int64_t l = 0; l < kLayers; ++l)
+    for (int64_t w = 0; w < windows; ++w) {
+      const float* base = kv.data() + (l * windows + w) * tk * 2 * d;
+      layers[l].push_back(
+          {q.data() + w * tq * d, d, base, 2 * d, base + d, 2 * d, out.data() + w * tq * d, d, tq, tk});
+    }
+  int64_t layer = 0;
+  for (auto _ : state) {
+    hark::cpu_attend_many(pool, layers[layer], heads, hd, causal,
+                          causal ? std::span<const int64_t>(offsets) : std::span<const int64_t>(), {});
+    benchmark::DoNotOptimize(out.data());
+    layer = (layer + 1) % kLayers;
+  }
+  state.SetBytesProcessed(state.iterations() * windows * tk * 2 * d * 4);
+}
+
+// Cross-attention of tiny (6 heads) over 1, 5 and 8 windows of one row, and one window's 5
+// beams; base (8 heads) over 5 windows; the self-attention of 5 rows over 100 cached tokens.
+BENCHMARK(BM_AttendMany)
+    ->Args({1, 1, 1500, 6, 2, 0})
+    ->Args({5, 1, 1500, 6, 2, 0})
+    ->Args({8, 1, 1500, 6, 2, 0})
+    ->Args({1, 5, 1500, 6, 2, 0})
+    ->Args({5, 1, 1500, 8, 2, 0})
+    ->Args({5, 1, 100, 6, 2, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
