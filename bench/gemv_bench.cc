@@ -40,6 +40,8 @@ BENCHMARK(BM_HalfGemv)
     ->Args({51865, 384, 1, 1, 16})
     ->Args({51865, 384, 1, 2, 32})
     ->Args({51865, 384, 5, 2, 32})
+    ->Args({51865, 384, 6, 2, 32})
+    ->Args({1536, 384, 6, 2, 32})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

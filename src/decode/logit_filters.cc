@@ -22,11 +22,25 @@ void mask_token(std::span<float> logits, int token) {
 }  // namespace
 
 double log_sum_exp(std::span<const float> x) {
+  // The peak in 16 lanes (a maximum is exact in any order), so that the loop vectorises.
+  float peaks[16];
+  std::fill(peaks, peaks + 16, kNegInf);
+  const size_t blocks = x.size() / 16 * 16;
+  for (size_t i = 0; i < blocks; i += 16)
+    for (size_t l = 0; l < 16; ++l) peaks[l] = x[i + l] > peaks[l] ? x[i + l] : peaks[l];
   float peak = kNegInf;
-  for (float v : x) peak = std::max(peak, v);
+  for (float v : peaks) peak = std::max(peak, v);
+  for (size_t i = blocks; i < x.size(); ++i) peak = std::max(peak, x[i]);
   if (peak == kNegInf) return -std::numeric_limits<double>::infinity();
+  // Eight running sums (one a vector lane), added in a fixed order at the end.
+  constexpr size_t kLanes = 8;
+  double lanes[kLanes] = {};
+  const size_t whole = x.size() / kLanes * kLanes;
+  for (size_t i = 0; i < whole; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) lanes[l] += exp_nonpositive(static_cast<double>(x[i + l]) - peak);
   double sum = 0;
-  for (float v : x) sum += std::exp(static_cast<double>(v) - peak);
+  for (double l : lanes) sum += l;
+  for (size_t i = whole; i < x.size(); ++i) sum += exp_nonpositive(static_cast<double>(x[i]) - peak);
   return peak + std::log(sum);
 }
 

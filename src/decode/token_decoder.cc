@@ -27,9 +27,9 @@ int GreedyDecoder::sample(std::span<const float> logits) {
   std::vector<double> weights(logits.size());
   double total = 0;
   for (size_t i = 0; i < logits.size(); ++i) {
-    weights[i] = std::exp((static_cast<double>(logits[i]) - peak) / temperature_);
-    total += weights[i];
+    weights[i] = exp_nonpositive((static_cast<double>(logits[i]) - peak) / temperature_);
   }
+  for (double w : weights) total += w;
   const double target = std::uniform_real_distribution<double>(0.0, total)(rng_);
   double cumulative = 0;
   int last_positive = argmax(logits);
@@ -106,15 +106,22 @@ StepResult BeamSearchDecoder::update(TokenRows& tokens, std::span<const float> l
   const int k = std::min<int>(beam_size_ + 1, static_cast<int>(vocab));
   std::vector<TokenChoice> choices;
   std::vector<float> logprobs;
-  std::vector<int> order(vocab);
   for (int j = 0; j < rows; ++j) {
     log_softmax(logits.subspan(j * vocab, vocab), logprobs);
-    // top (beam_size + 1) by log-probability; ties resolved by the lower id.
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-      return logprobs[a] > logprobs[b] || (logprobs[a] == logprobs[b] && a < b);
-    });
-    for (int c = 0; c < k; ++c) choices.push_back({order[c], logprobs[order[c]]});
+    // The top (beam_size + 1) by log-probability, ties resolved by the lower id: one pass
+    // that keeps the best k in order (a token enters only if it beats the k-th, which
+    // after the first few hundred tokens almost none does), not a sort of the vocabulary.
+    const size_t first = choices.size();
+    for (int id = 0; id < static_cast<int>(vocab); ++id) {
+      const float lp = logprobs[id];
+      const size_t kept = choices.size() - first;
+      // Ids come in increasing order, so an equal log-probability never displaces one kept.
+      if (kept == static_cast<size_t>(k) && !(lp > choices.back().logprob)) continue;
+      if (kept == static_cast<size_t>(k)) choices.pop_back();
+      auto at = choices.end();
+      while (at != choices.begin() + first && lp > (at - 1)->logprob) --at;
+      choices.insert(at, TokenChoice{id, lp});
+    }
   }
   return update_choices(tokens, choices, k, sum_logprobs);
 }

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 
 #include "scripted_inference.h"
 
@@ -119,6 +122,41 @@ TEST_F(TimestampRules, TextKeptWhenASingleTextTokenBeatsAllTimestamps) {
   for (int t = 19; t < 40; ++t) logits[t] = 0.0f;
   rules.apply(logits, with({19, 5}));
   EXPECT_EQ(logits[5], 5.0f);
+}
+
+// The vectorised exponential of the log-softmax: within 4 units in the last place of
+// std::exp down to -708, 0 below (and for -inf), exactly 1 at 0.
+TEST(ExpNonPositive, WithinFourUlpOfStdExp) {
+  EXPECT_EQ(exp_nonpositive(0.0), 1.0);
+  EXPECT_EQ(exp_nonpositive(-0.0), 1.0);
+  EXPECT_EQ(exp_nonpositive(-708.5), 0.0);
+  EXPECT_EQ(exp_nonpositive(-std::numeric_limits<double>::infinity()), 0.0);
+  double worst = 0;
+  for (int i = 0; i <= 200000; ++i) {
+    const double x = -708.0 * i / 200000.0;
+    const double want = std::exp(x);
+    worst = std::max(worst, std::abs(exp_nonpositive(x) - want) / want);
+  }
+  EXPECT_LE(worst, 4 * std::numeric_limits<double>::epsilon());
+}
+
+// A vocabulary of logits (masked entries included) against a long-double reference.
+TEST(LogSumExp, MatchesLongDoubleOverAVocabulary) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  std::vector<float> x(51865);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 7 == 3 ? kNegInf : u(rng);
+  const float peak = *std::max_element(x.begin(), x.end());
+  long double sum = 0;
+  for (float v : x) sum += std::exp(static_cast<long double>(v) - peak);
+  const long double want = peak + std::log(sum);
+  EXPECT_NEAR(log_sum_exp(x), static_cast<double>(want), 1e-12);
+  // Short spans (below one block of lanes) and a single entry.
+  EXPECT_NEAR(log_sum_exp(std::span<const float>(x).first(5)),
+              std::log(std::exp(double(x[0])) + std::exp(double(x[1])) + std::exp(double(x[2])) +
+                       std::exp(double(x[4]))),
+              1e-12);
+  EXPECT_EQ(log_sum_exp(std::span<const float>(x).first(1)), double(x[0]));
 }
 
 TEST(LogSumExp, HandlesInfinitiesAndLargeValues) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "decode/decoding_task.h"
 #include "hark/error.h"
@@ -50,6 +51,35 @@ TEST(BeamSearch, KeepsTheBestUnfinishedBeamsAndCollectsFinishedOnes) {
   // Step 2 keeps [w1 w3] (from row 1) then [w0 w2] (from row 0).
   ASSERT_EQ(inference.reorders.size(), 2u);
   EXPECT_EQ(inference.reorders[1], std::vector<int>({1, 0}));
+}
+
+// The beams' candidates are each row's best beam_size + 1 tokens by log-probability,
+// equal ones going to the lower id, wherever in the vocabulary they lie (the top-k pass
+// must keep the first of equal tokens and let later, better ones displace earlier ones).
+TEST(BeamSearch, CandidatesAreTheBestTokensWithTiesToTheLowerId) {
+  constexpr int kVocab = 300, kEot = 299;
+  auto next_of = [&](std::vector<float> row0) {
+    BeamSearchDecoder beams(2, kEot, std::nullopt);
+    TokenRows tokens = {{18, 3}, {18, 4}};
+    std::vector<double> sums = {0.0, -1000.0};  // row 1's candidates never win
+    std::vector<float> logits = row0;
+    logits.resize(2 * kVocab, 0.0f);
+    beams.update(tokens, logits, sums);
+    return std::vector<int>{tokens[0].back(), tokens[1].back()};
+  };
+  // Two equal best logits, far apart: the lower id ranks first.
+  std::vector<float> ties(kVocab, 0.0f);
+  ties[250] = ties[20] = 5.0f;
+  EXPECT_EQ(next_of(ties), std::vector<int>({20, 250}));
+  // Rising logits: the best two are the last ids (each new token displaces the kept ones).
+  std::vector<float> rising(kVocab);
+  for (int i = 0; i < kVocab; ++i) rising[i] = 0.01f * static_cast<float>(i);
+  rising[kEot] = -1e9f;
+  EXPECT_EQ(next_of(rising), std::vector<int>({298, 297}));
+  // All masked but one: the kept ties at -inf come from the lowest ids, after the one.
+  std::vector<float> masked(kVocab, -std::numeric_limits<float>::infinity());
+  masked[123] = 1.0f;
+  EXPECT_EQ(next_of(masked), std::vector<int>({123, 0}));
 }
 
 TEST(BeamSearch, PatienceWaitsForMoreFinishedCandidates) {
