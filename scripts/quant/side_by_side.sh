@@ -10,25 +10,34 @@
 # configuration once; the medians over the rounds are printed as one table row each. The
 # 5-row column is hark's step of 5 rows (beams) and whisper.cpp's call of 5 tokens
 # (whisper-bench's "batchd", reported per token, times 5).
+# env: SIZES="tiny base" TYPES="q8_0 q5_0 q4_0" (the quantized files to compare, besides f16;
+# q4_k is included when TYPES names it, for base only).
 set -euo pipefail
 hark=$1 wcpp=$2 dir=$3 rounds=${4:-5}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 configs=()  # "label|command"
-for size in tiny base; do
+sizes=${SIZES:-tiny base}
+types=${TYPES:-q8_0 q5_0 q4_0 q4_k}
+for size in $sizes; do
   configs+=("hark $size f16 auto|$hark bench --model $dir/ggml-$size-f16.bin --threads 2 --runs 6 --tokens 64")
   configs+=("hark $size f16 --compute-type int8|$hark bench --model $dir/ggml-$size-f16.bin --compute-type int8 --threads 2 --runs 6 --tokens 64")
-  for q in q8_0 q5_0 q4_0; do
+  for q in $types; do
+    [[ $q == q4_k ]] && continue
     configs+=("hark $size $q auto|$hark bench --model $dir/ggml-$size-$q.bin --threads 2 --runs 6 --tokens 64")
   done
-  configs+=("hark $size q8_0 int8_float32|$hark bench --model $dir/ggml-$size-q8_0.bin --compute-type int8_float32 --threads 2 --runs 6 --tokens 64")
-  for q in f16 q8_0 q5_0 q4_0; do
+  [[ " $types " == *" q8_0 "* ]] &&
+    configs+=("hark $size q8_0 int8_float32|$hark bench --model $dir/ggml-$size-q8_0.bin --compute-type int8_float32 --threads 2 --runs 6 --tokens 64")
+  for q in f16 $types; do
+    [[ $q == q4_k ]] && continue
     configs+=("whisper.cpp $size $q|$wcpp/whisper-bench -m $dir/ggml-$size-$q.bin -t 2")
   done
 done
-configs+=("hark base q4_k auto|$hark bench --model $dir/ggml-base-q4_k.bin --threads 2 --runs 6 --tokens 64")
-configs+=("whisper.cpp base q4_k|$wcpp/whisper-bench -m $dir/ggml-base-q4_k.bin -t 2")
+if [[ " $sizes " == *" base "* && " $types " == *" q4_k "* ]]; then
+  configs+=("hark base q4_k auto|$hark bench --model $dir/ggml-base-q4_k.bin --threads 2 --runs 6 --tokens 64")
+  configs+=("whisper.cpp base q4_k|$wcpp/whisper-bench -m $dir/ggml-base-q4_k.bin -t 2")
+fi
 
 for ((r = 0; r < rounds; ++r)); do
   for i in "${!configs[@]}"; do
