@@ -35,7 +35,9 @@ inline __m256 reduce8(const __m256* a) {
 
 // One head's slice of a K or V row lies `d` values after the previous row's: a stride
 // beyond what the hardware prefetchers follow, so the loops fetch rows ahead themselves.
-constexpr int64_t kPrefetchRows = 48;
+// 8 rows ahead (bench/attention_bench.cc, 2026-12-01, 0-160 rows tried: 8 was best or level
+// for 1-8 windows and 5 beams; 48 had one window's 5 beams at 551-575 µs against 365-390).
+constexpr int64_t kPrefetchRows = 8;
 template <class E>
 inline void prefetch_slice(const E* p, int64_t hd) {
   for (int64_t j = 0; j < hd; j += 64 / sizeof(E)) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
