@@ -67,7 +67,9 @@ class ApplyTimestampRules : public LogitFilter {
 // the decoder's host work: two log-sum-exps of 51 865 terms per row and step). Range
 // reduction x = n·ln2 + r, |r| ≤ ln2/2 (Cody–Waite split of ln2), and the Taylor series
 // of e^r to degree 13 (truncation below 1e-17). Below -708, where std::exp turns
-// subnormal, the result is 0: such a term cannot change a sum that holds e^0 = 1.
+// subnormal, the result is 0: such a term cannot change a sum that holds e^0 = 1. The
+// same method as fast_exp (core/cpu/vector_math.h) at double precision: fast_exp's float
+// polynomial (2e-7) would change the reference's double-precision filter sums.
 inline double exp_nonpositive(double x) {
   const double clamped = x < -708.0 ? -708.0 : x;
   constexpr double kLog2e = 1.4426950408889634;

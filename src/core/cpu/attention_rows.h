@@ -34,6 +34,15 @@ struct CachedRows {
   int64_t tq, tk;
 };
 
+// Row (h, i) of captured attention weights [n_heads, tq, tk]: the softmax of the `visible`
+// keys, zero past them.
+inline void store_weights_row(const float* softmax, int64_t h, int64_t i, int64_t tq, int64_t tk, int64_t visible,
+                              float* weights) {
+  float* w = weights + (h * tq + i) * tk;
+  std::copy(softmax, softmax + visible, w);
+  std::fill(w + visible, w + tk, 0.0f);
+}
+
 // The loop every few-row attention shares (f32/f16 here, q8_0 in attention_q8.cc): one
 // task per (head, query row), so the K and V columns of a head are read once per row and
 // the rows of one step (beams) find them in cache. scores(h, i, visible, s) writes the
@@ -52,11 +61,7 @@ void for_each_head_row(ThreadPool& pool, const CachedRows& a, int n_heads, bool 
       float* s = row.data();
       scores(h, i, visible, s);
       softmax_row(s, visible, visible);
-      if (weights) {
-        float* w = weights + (h * tq + i) * tk;
-        std::copy(s, s + visible, w);
-        std::fill(w + visible, w + tk, 0.0f);
-      }
+      if (weights) store_weights_row(s, h, i, tq, tk, visible, weights);
       values(h, i, visible, s);
     }
   });

@@ -56,11 +56,7 @@ void attend_head_row(const AttentionRows& a, int64_t h, int64_t i, int64_t hd, b
   const int64_t tk = a.tk, visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
   attention_head_row_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd, s,
                          a.out + i * a.ldo + h * hd);
-  if (wp) {
-    float* w = wp + (h * a.tq + i) * tk;
-    std::copy(s, s + visible, w);
-    std::fill(w + visible, w + tk, 0.0f);
-  }
+  if (wp) store_weights_row(s, h, i, a.tq, tk, visible, wp);
 }
 
 }  // namespace
