@@ -26,12 +26,13 @@ pwd >"$out/source_dir"  # the binaries look for test data and models there (run-
   | paste -sd' ' >"$out/source_commit"
 cp "$build/bin/hark" "$build/bin/libhark_cuda.so" "$out/bin/"
 cp "$build/tests/hark_test_cuda" "$build/tests/hark_test_gpu" "$build/tests/hark_test_model" "$out/tests/"
-strip --strip-unneeded "$out"/bin/* "$out"/tests/*
+# STRIP=0 keeps the symbols (a backtrace under cuda-gdb names the functions; run-all.sh backtrace).
+[[ ${STRIP:-1} == 0 ]] || strip --strip-unneeded "$out"/bin/* "$out"/tests/*
 for f in "$out"/bin/* "$out"/tests/*; do
   ldd "$f" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 du -sh "$out" "$out"/*
-tar -C .device-carry -cf - bundle | xz -T2 -6 >.device-carry/bundle.tar.xz
+tar -C .device-carry -cf - bundle | xz -T2 -9e >.device-carry/bundle.tar.xz
 rm -rf "$out"
 ls -l .device-carry/bundle.tar.xz

@@ -29,13 +29,15 @@
 #            libhark_cuda.so; the Backend interface must be the same), alternating A B A B,
 #            then this module under each measurement switch in AB_SWITCHES
 #     focus: one change judged quickly: hark_test_cuda filtered by FOCUS_TESTS (default
-#            *Attention*), hark_test_gpu by FOCUS_GPU_TESTS (default: the tiny fast-path
+#            *Attention*; "-" skips) under each of FOCUS_OPS_SWITCHES, hark_test_gpu by FOCUS_GPU_TESTS (default: the tiny fast-path
 #            rules; "-" skips), the turbo f16 bench at FOCUS_BATCHES (default 1,32) under
 #            each of FOCUS_SWITCHES ("default" = none; FOCUS_BENCH_ARGS added, e.g.
 #            "--step-windows 48"; FOCUS_CLIP the e2e clip, default jfk.wav), and with FOCUS_NCU_BATCHES set, Nsight Compute's kernel
 #            table of one bench run at those encoder batches (FOCUS_NCU_ARGS added)
-#     validate: the opt-in kernels written without a GPU (docs/gpu.md): the fast-path tests
-#            under each switch, then focus with their op tests and the bench under each
+#     backtrace: cuda-gdb's stacks at a host crash of the focus bench and of BT_GPU_TESTS (BT_ENV
+#            the switches; bundle built with STRIP=0)
+#     validate: the kernels behind switches (docs/gpu.md): the fast-path tests under each
+#            switch, then focus with their op tests and the bench under each
 #   (full runs everything but the check and batching parts; run each in a call of its own)
 set -uo pipefail
 mode=${1:-full}
@@ -131,26 +133,53 @@ if [[ $mode == batching-bench ]]; then
   exit 0
 fi
 
-# validate: the kernels written without a GPU (docs/gpu.md "Written without a GPU"), each
-# behind its switch: their op tests, the fast-path tests under each switch, and the focus
-# bench under each (then judge and flip the defaults).
+# backtrace: where a host crash happens. cuda-gdb (the image has no gdb; it debugs host code
+# too) runs the focus bench (default switches, BT_ENV added) and hark_test_gpu filtered by
+# BT_GPU_TESTS (under BT_ENV too) and prints every thread's stack at the fault. Build the
+# bundle with STRIP=0 so that the frames have names.
+if [[ $mode == backtrace ]]; then
+  section "backtraces at a crash (cuda-gdb)"
+  gdb_bt=(cuda-gdb -q -batch -ex run -ex bt -ex "info registers rip" -ex "thread apply all bt 8" --args)
+  IFS=+ read -r -a bt_env <<<"${BT_ENV:-HARK_BT=1}"
+  run bt_bench 240 env "${bt_env[@]}" "${gdb_bt[@]}" "$hark" bench --device cuda --runs 2 --model synthetic:large-v3-turbo \
+    --dtype f16 --compute-type f16 --batches "${FOCUS_BATCHES:-1,32}" --clip "${FOCUS_CLIP:-tests/data/audio/jfk.wav}" --e2e --e2e-tokens 30
+  grep -E -A30 'SIGSEGV|SIGABRT|signal' "$OUT/bt_bench.log" | head -80
+  if [[ -n ${BT_GPU_TESTS:-} ]]; then
+    run bt_gpu_tests 240 env "${bt_env[@]}" "${gdb_bt[@]}" "$bundle/tests/hark_test_gpu" --gtest_filter="$BT_GPU_TESTS"
+    grep -E -A30 'SIGSEGV|SIGABRT|signal' "$OUT/bt_gpu_tests.log" | head -80
+  fi
+  exit 0
+fi
+# validate: the kernels behind switches (docs/gpu.md: HARK_CUDA_FLASH=wide, the mma.sync
+# kernel instead of the default wgmma one; HARK_CUDA_FUSED_SELF=1, opt-in): their op tests,
+# the fast-path tests under each switch, and the focus bench under each.
 if [[ $mode == validate ]]; then
   section "opt-in kernels: fast-path tests under each switch"
-  for sw in HARK_CUDA_FLASH=wgmma HARK_CUDA_FUSED_SELF=1; do
+  for sw in HARK_CUDA_FLASH=wide HARK_CUDA_FUSED_SELF=1; do
     run "fast_path_${sw//=/_}" 300 env "$sw" "$bundle/tests/hark_test_gpu" \
       --gtest_filter="${VALIDATE_GPU_TESTS:-*WithinTwoTokens*tiny*:*WithinTwoTokens*base*:*RecordedSteps*tiny*:*RecordedEncoder*:*BatchedWindows*:*GreedyAhead*tiny*:*EveryClipWithinTwoTokens*}"
   done
   mode=focus
   : "${FOCUS_TESTS:=*EncoderSelfAttention*:*FusedSelf*:*CachedAttention*:*OneRow*:*Gather*}"
   : "${FOCUS_GPU_TESTS:=-}"
-  : "${FOCUS_SWITCHES:=default HARK_CUDA_FLASH=wgmma HARK_CUDA_FUSED_SELF=1 HARK_CUDA_FLASH=wgmma+HARK_CUDA_FUSED_SELF=1}"
+  : "${FOCUS_SWITCHES:=default HARK_CUDA_FLASH=wide HARK_CUDA_FUSED_SELF=1}"
 fi
 if [[ $mode == focus ]]; then
   # Hopper's own matrix instructions in the module: HGMMA (wgmma) beside HMMA (mma.sync).
   echo "SASS of the CUDA module: $(cuobjdump --dump-sass "$HARK_CUDA_MODULE" 2>/dev/null | grep -c HGMMA) HGMMA," \
     "$(cuobjdump --dump-sass "$HARK_CUDA_MODULE" 2>/dev/null | grep -c HMMA) HMMA instructions" | tee -a "$results"
   section "focus: CUDA ops ${FOCUS_TESTS:-*Attention*}"
-  run cuda_ops 300 "$bundle/tests/hark_test_cuda" --gtest_filter="${FOCUS_TESTS:-*Attention*}"
+  if [[ ${FOCUS_TESTS:-} != - ]]; then
+    # Under each of FOCUS_OPS_SWITCHES ("default" = none; "A=1+B=2" both at once).
+    for variant in ${FOCUS_OPS_SWITCHES:-default}; do
+      [[ $variant == default ]] && variant=HARK_FOCUS_NONE=1
+      IFS=+ read -r -a variant_env <<<"$variant"
+      echo "  under ${variant}:" | tee -a "$results"
+      run "cuda_ops_${variant//=/_}" 300 env "${variant_env[@]}" "$bundle/tests/hark_test_cuda" \
+        --gtest_filter="${FOCUS_TESTS:-*Attention*}"
+      grep -E '^\[ wgmma' "$OUT/cuda_ops_${variant//=/_}.log" | head -12 | sed 's/^/    /' | tee -a "$results"
+    done
+  fi
   if [[ ${FOCUS_GPU_TESTS:-} != - ]]; then
     run gpu_tests 300 "$bundle/tests/hark_test_gpu" --gtest_filter="${FOCUS_GPU_TESTS:-*FastPath*tiny*}"
   fi
@@ -323,7 +352,7 @@ fi
 bench turbo_f16 --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches 1,8,32 --clip $clip --e2e --e2e-tokens 30
 if [[ $mode == quick || $mode == full ]]; then  # the measurement switches, one at a time (docs/gpu.md)
   for variant in HARK_CUDA_PDL=0 HARK_CUDA_GEMV=all HARK_CUDA_GEMV_ONE_ROW=0 HARK_CUDA_GEMV_ONE_ROW=narrow \
-      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_CUDA_FLASH=narrow; do
+      HARK_GREEDY_LAG=0 HARK_PROMPT_ONE_PASS=0 HARK_PROMPT_SELECT=0 HARK_CUDA_FLASH=wide HARK_CUDA_FLASH=narrow; do
     batches=1
     [[ $variant == HARK_CUDA_FLASH=* ]] && batches=1,32  # an encoder switch: the batch-32 window too
     run "bench_turbo_f16_${variant//=/_}" 600 env "$variant" "$hark" bench --device cuda --runs 10 \

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "hark/error.h"
 
@@ -109,6 +110,16 @@ void select_tokens_reference(const float* logits, int rows, int vocab, const int
       x[best] = kNegInf;
     }
   }
+}
+
+TokenChoice read_choice(const int32_t* pair, int vocab, size_t index) {
+  const TokenChoice choice{pair[0], std::bit_cast<float>(pair[1])};
+  if (choice.token < 0 || choice.token >= vocab || std::isnan(choice.logprob))
+    throw Error(ErrorCode::Internal, "[select] choice " + std::to_string(index) + " is token " +
+                                         std::to_string(choice.token) + " with log-probability " +
+                                         std::to_string(choice.logprob) + ": not a token of the " +
+                                         std::to_string(vocab) + "-token vocabulary");
+  return choice;
 }
 
 }  // namespace hark

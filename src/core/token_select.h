@@ -52,4 +52,9 @@ struct TokenChoice {
 // out is [rows, k, 2] i32: token, then the log-probability's float bits.
 void select_tokens_reference(const float* logits, int rows, int vocab, const int32_t* spec, int k, int32_t* out);
 
+// Choice `index` of an out buffer as above (`pair` points at its token), checked: a token
+// outside [0, vocab) or a NaN log-probability throws an Internal error naming it. The
+// selection ran on a device; what it wrote goes on as an embedding row index.
+TokenChoice read_choice(const int32_t* pair, int vocab, size_t index);
+
 }  // namespace hark

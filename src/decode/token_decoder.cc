@@ -201,6 +201,24 @@ StepResult BeamSearchDecoder::update_choices(TokenRows& tokens, std::span<const 
     else
       finished_.push_back({std::move(seq), e->score});
   }
+  // With beam_size + 1 distinct tokens per row, at most one of them end-of-text, the beams
+  // always refill, except where the filters left a row nothing at all: a selection next
+  // to the logits then offers end-of-text at −∞ (token_select_rules.h), and when every
+  // candidate ends, the search is over (the finished ones are what it found). Any other
+  // shortfall means the choices were not distinct: a selection gone wrong.
+  if (next.empty()) {
+    result.completed = true;
+    result.source.clear();
+    return result;
+  }
+  if (static_cast<int>(next.size()) < beam_size_) {
+    std::string seen;
+    for (size_t i = 0; i < std::min<size_t>(choices.size(), 12); ++i)
+      seen += (i ? " " : "") + std::to_string(choices[i].token) + ":" + std::to_string(choices[i].logprob);
+    throw Error(ErrorCode::Internal, "[decode] beam search: " + std::to_string(candidates.size()) +
+                                         " distinct candidates refill only " + std::to_string(next.size()) + " of " +
+                                         std::to_string(beam_size_) + " beams (choices " + seen + ")");
+  }
   tokens = std::move(next);
   sum_logprobs = std::move(next_sums);
   result.completed = static_cast<int>(finished_.size()) >= max_candidates_;

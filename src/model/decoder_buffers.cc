@@ -1,8 +1,21 @@
 #include "model/decoder_buffers.h"
 
+#include <atomic>
+
 #include "core/token_select.h"
 
 namespace hark {
+namespace {
+
+// Buffer set ids key the backend's recorded steps (id << 8 | what), and a backend may be
+// shared by several models, each with a pool of its own (hark bench times steps on one
+// model, then transcribes on an engine's model over the same backend; a server may load a
+// model again). Ids from one counter for the whole process never meet another pool's
+// recordings. Until 2026-12-02 each pool counted from 1: a second model on the backend
+// replayed the first one's recordings, over the first one's buffers (wrong tokens).
+std::atomic<uint64_t> next_buffer_id{1};
+
+}  // namespace
 
 DecoderBufferPool::~DecoderBufferPool() {
   for (auto& [key, sets] : free_)
@@ -23,7 +36,7 @@ std::shared_ptr<DecoderBuffers> DecoderBufferPool::acquire(const HParams& hp, co
   Backend& be = *backend_;
   auto set = std::make_shared<DecoderBuffers>();
   set->shape = shape;
-  set->id = next_id_++;
+  set->id = next_buffer_id.fetch_add(1, std::memory_order_relaxed);
   set->alias_cross_kv = alias_cross_kv;
   set->slots = slots;
   const int64_t rows = static_cast<int64_t>(shape.batch) * hp.n_text_ctx, d = hp.n_text_state;
@@ -73,6 +86,10 @@ void DecoderBufferPool::forget(const DecoderBuffers& buffers) {
   }
   for (uint64_t key : {DecoderBuffers::kGreedyFirstKey, DecoderBuffers::kGreedyNextKey, DecoderBuffers::kGreedyNextKey + 1})
     backend_->forget_replay(buffers.id << 8 | key);
+  // decode_prompt_select's: per prompt length and choice count (k in bits 48-55).
+  for (uint64_t n = 2; n <= DecoderBuffers::kMaxRecordedPrefill; ++n)
+    for (uint64_t k = 1; k <= DecoderBuffers::kMaxChoices; ++k)
+      backend_->forget_replay(buffers.id << 8 | DecoderBuffers::kPromptSelectKey | n | k << 48);
 }
 
 }  // namespace hark

@@ -80,7 +80,6 @@ class DecoderBufferPool {
   std::mutex mutex_;
   // (shape, aliased cross K/V, slot state) → free sets
   std::map<std::tuple<DecoderShape, bool, bool>, std::vector<std::shared_ptr<DecoderBuffers>>> free_;
-  std::atomic<uint64_t> next_id_{1};
 };
 
 }  // namespace hark

@@ -49,8 +49,7 @@ int WhisperModel::decode_greedy(DecoderState& state, int32_t token, const Select
   for (;;) {
     if (launched < limit) launch(launched++);  // queued before this step's choice is read
     be.wait_for(marks[handed]);
-    const int32_t* c = host_choices.data<int32_t>() + 2 * (handed % 2);
-    const TokenChoice choice{c[0], std::bit_cast<float>(c[1])};
+    const TokenChoice choice = read_choice(host_choices.data<int32_t>() + 2 * (handed % 2), hp.n_vocab, static_cast<size_t>(handed));
     ++handed;
     if (!on_choice(choice) || handed == launched) break;
   }

@@ -221,7 +221,7 @@ std::vector<TokenChoice> WhisperModel::select_rows(DecoderState& state, std::spa
   for (int row : rows)
     for (int i = 0; i < k; ++i) {
       const int64_t at = (static_cast<int64_t>(row) * k + i) * 2;
-      out.push_back({c[at], std::bit_cast<float>(c[at + 1])});
+      out.push_back(read_choice(c + at, hp.n_vocab, static_cast<size_t>(at / 2)));
     }
   return out;
 }

@@ -3,6 +3,7 @@
 // replayed: a window of large-v3-turbo is about 230 kernels, and on an H200 it took 7.04 ms
 // launched one by one against 5.74 ms recorded (docs/gpu.md).
 // Batches of windows take the direct path: their kernels are long enough.
+#include <atomic>
 #include <cstring>
 
 #include "core/ops.h"
@@ -11,10 +12,22 @@
 namespace hark {
 namespace {
 
-// Replay keys of encoder steps; the decoder's keys (model/decoder_buffers.cc) stay below.
+// Replay keys of encoder steps: kEncoderReplayKey | model << 16 | n_ctx. The decoder's
+// keys (model/decoder_buffers.cc) stay below. Each model takes a number of its own from
+// one counter for the process: two models on one backend (hark bench's and its engine's,
+// a model loaded again by a server) must not replay each other's recordings, which write
+// the other model's buffers (until 2026-12-02 the key was kEncoderReplayKey | n_ctx, and
+// the second model's windows came out as whatever its own buffers held).
 constexpr uint64_t kEncoderReplayKey = uint64_t{1} << 62;
+std::atomic<uint64_t> next_model_number{1};
+
+uint64_t encoder_replay_key(uint64_t model, int n_ctx) {
+  return kEncoderReplayKey | (model & 0xFFFFFFFFFFULL) << 16 | static_cast<uint64_t>(n_ctx);
+}
 
 }  // namespace
+
+uint64_t WhisperModel::take_replay_number() { return next_model_number.fetch_add(1, std::memory_order_relaxed); }
 
 WhisperModel::~WhisperModel() {
   for (auto& [n_ctx, replay] : encoder_replays_) backend_->forget_replay(replay->key);
@@ -29,7 +42,7 @@ std::shared_ptr<const AudioContext> WhisperModel::prepare_audio_replayed(const T
   auto& slot = encoder_replays_[n_ctx];
   if (!slot) {
     slot = std::make_unique<EncoderReplay>();
-    slot->key = kEncoderReplayKey | static_cast<uint64_t>(n_ctx);
+    slot->key = encoder_replay_key(replay_number_, n_ctx);
     slot->mel_host = be.alloc_host({hp.n_mels, n_frames}, DType::F32);
     slot->mel = be.alloc({hp.n_mels, n_frames}, DType::F32);
     slot->features = be.alloc({n_ctx, hp.n_audio_state}, act);

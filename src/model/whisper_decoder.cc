@@ -190,7 +190,6 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
 std::vector<TokenChoice> WhisperModel::decode_select(DecoderState& state, std::span<const int32_t> tokens,
                                                      const SelectionRules& rules, std::span<const SampledSummary> rows,
                                                      int k) {
-  const HParams& hp = hparams();
   Backend& be = *backend_;
   validate_step(state, tokens, 1);
   const int batch = state.batch();
@@ -221,10 +220,10 @@ WhisperModel::ChoiceBuffers WhisperModel::stage_selection(DecoderState& state, c
   return {buf.choices.reshape({all}).rows(0, used), buf.host_choices.reshape({all}).rows(0, used)};
 }
 
-std::vector<TokenChoice> WhisperModel::read_choices(const Tensor& host) {
+std::vector<TokenChoice> WhisperModel::read_choices(const Tensor& host) const {
   std::vector<TokenChoice> out(static_cast<size_t>(host.numel() / 2));
   const int32_t* c = host.data<int32_t>();
-  for (size_t i = 0; i < out.size(); ++i) out[i] = {c[2 * i], std::bit_cast<float>(c[2 * i + 1])};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = read_choice(c + 2 * i, hparams().n_vocab, i);
   return out;
 }
 

@@ -210,7 +210,7 @@ class WhisperModel {
   };
   ChoiceBuffers stage_selection(DecoderState& state, const SelectionRules& rules, std::span<const SampledSummary> rows,
                                 int k);
-  static std::vector<TokenChoice> read_choices(const Tensor& host);
+  std::vector<TokenChoice> read_choices(const Tensor& host) const;
 
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::shared_ptr<Backend> backend_;
@@ -223,6 +223,10 @@ class WhisperModel {
   Tensor staging_;
   std::optional<uint64_t> staging_uploaded_;
   std::map<int, std::unique_ptr<EncoderReplay>> encoder_replays_;  // by n_ctx
+  // This model's number in its encoder steps' replay keys (encoder_replay.cc), unique in
+  // the process.
+  static uint64_t take_replay_number();
+  const uint64_t replay_number_ = take_replay_number();
 };
 
 }  // namespace hark

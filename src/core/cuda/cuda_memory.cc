@@ -46,6 +46,7 @@ CudaBackend::~CudaBackend() {
   index_buffer_ = Tensor();
   index_staging_ = Tensor();
   cross_counters_ = Tensor();
+  self_step_counters_ = Tensor();
   dft_basis_ = Tensor();
   mel_filters_.clear();
   mel_staging_ = Tensor();

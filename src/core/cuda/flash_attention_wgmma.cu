@@ -10,14 +10,14 @@
 // an H200 (1.52 ms of a batch-32 large-v3-turbo window's 4.4 ms of kernels, 2026-12-01).
 //
 // Layout: a block of two warpgroups (256 threads) owns 128 query rows of one head, each
-// warpgroup 64. Q is loaded once into registers (the A fragments of S = Q·Kᵀ); K and V
-// tiles of 64 keys stream through shared memory in two stages (cp.async), stored with the
-// 128-byte swizzle that the wgmma descriptors name; S (64 × 64 per warpgroup, fp32) is four
-// m64n64k16 products over the head dim with K as a K-major B; the softmax runs on S in
-// registers with the same arithmetic as the mma.sync kernel (device/online_softmax.cuh);
-// P, converted in registers, is the A of O += P·V, V an MN-major B (its rows are keys).
-// Keys past the end arrive as zeros and are masked on the last tile; query rows past the
-// end are computed on zeros and not stored.
+// warpgroup 64. Q waits in shared memory and is read into registers (the A fragments of
+// S = Q·Kᵀ) at every tile; K and V tiles of 64 keys stream through shared memory in two
+// stages (cp.async), stored with the 128-byte swizzle that the wgmma descriptors name;
+// S (64 × 64 per warpgroup, fp32) is four m64n64k16 products over the head dim with K as
+// a K-major B; the softmax runs on S in registers with the same arithmetic as the mma.sync
+// kernel (device/online_softmax.cuh); P, converted in registers, is the A of O += P·V,
+// V an MN-major B (its rows are keys). Keys past the end arrive as zeros and are masked on
+// the last tile; query rows past the end are computed on zeros and not stored.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -92,11 +92,15 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __res
     }
     fence_proxy_async_shared();  // the tile's cp.async writes, for wgmma's reads
     __syncthreads();
-    if (tile == 0) {
+    // Q's A fragments, read again at every tile. Read once and kept in registers across
+    // the tiles, they came out wrong on an H200 (2026-12-02): every length past one tile
+    // differed from the mma.sync kernel by 0.58-0.92 relative L2, one tile was bit-identical,
+    // and reading them at every tile made every case bit-identical (the registers that
+    // wgmma reads asynchronously are not kept across the loop; the cause in the generated
+    // code was not established). 2 KB of shared memory a warp per tile, beside 16 KB of K/V.
 #pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk)
-        ldmatrix_x4(qa[kk], qs + swz<kHd>(row_in_block + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
-    }
+    for (int kk = 0; kk < kHd / 16; ++kk)
+      ldmatrix_x4(qa[kk], qs + swz<kHd>(row_in_block + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
     // S = Q Kᵀ: K's rows are the keys (B is K-major); each k-step of 16 head dims is 32
     // bytes further along the rows.
     float s[8][4];

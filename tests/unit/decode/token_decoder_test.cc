@@ -175,5 +175,43 @@ TEST(BeamSearch, RejectsImpossibleSettings) {
   EXPECT_THROW({ BeamSearchDecoder d(2, 10, 0.1f); }, Error);  // round(0.2) = 0 candidates
 }
 
+// Choices from a device that are not beam_size + 1 distinct tokens a row cannot refill the
+// beams: a clear error, not a short set of rows.
+TEST(BeamSearch, ChoicesThatCannotRefillTheBeamsAreAnError) {
+  BeamSearchDecoder d(2, 10, std::nullopt);
+  TokenRows tokens = {{18}, {18}};
+  std::vector<double> sums = {0, 0};
+  const std::vector<TokenChoice> repeated(6, TokenChoice{3, -0.5f});
+  try {
+    d.update_choices(tokens, repeated, 3, sums);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("refill only 1 of 2 beams"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(tokens.size(), 2u);  // the rows are left as they were
+  // Distinct choices refill them.
+  const std::vector<TokenChoice> fine = {{10, -0.5f}, {3, -1.0f}, {4, -2.0f}, {10, -0.5f}, {3, -1.0f}, {4, -2.0f}};
+  EXPECT_NO_THROW(d.update_choices(tokens, fine, 3, sums));
+  EXPECT_EQ(tokens.size(), 2u);
+}
+
+// Where the filters leave a row nothing, a selection next to the logits offers end-of-text
+// at -inf for every choice; when no beam can go on, the search is complete and the beams
+// are kept for finalize (before 2026-12-02 the rows were emptied, and the caller crashed).
+TEST(BeamSearch, EveryCandidateEndingCompletesTheSearch) {
+  BeamSearchDecoder d(2, 10, std::nullopt);
+  TokenRows tokens = {{18, 3}, {18, 4}};
+  std::vector<double> sums = {-1.0, -2.0};
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<TokenChoice> all_eot(6, TokenChoice{10, -inf});
+  const StepResult step = d.update_choices(tokens, all_eot, 3, sums);
+  EXPECT_TRUE(step.completed);
+  EXPECT_TRUE(step.source.empty());
+  ASSERT_EQ(tokens.size(), 2u);
+  const std::vector<Candidate> out = d.finalize(tokens, sums);
+  ASSERT_EQ(out.size(), 2u);
+  for (const Candidate& c : out) EXPECT_EQ(c.tokens.back(), 10);
+}
+
 }  // namespace
 }  // namespace hark

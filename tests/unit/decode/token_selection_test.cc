@@ -9,7 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -226,6 +229,25 @@ TEST(TokenSelection, DecodingTasksChooseTheSameTokens) {
       EXPECT_EQ(c.tokens, a.tokens) << what;
       EXPECT_NEAR(c.sum_logprob, a.sum_logprob, 1e-3 * std::max<size_t>(1, a.tokens.size())) << what;
       EXPECT_NEAR(c.no_speech_prob, a.no_speech_prob, 1e-5) << what;
+    }
+  }
+}
+
+// What a device wrote is checked before it is used as a token.
+TEST(TokenSelection, ReadChoiceRefusesTokensOutsideTheVocabularyAndNaN) {
+  const int32_t good[2] = {7, std::bit_cast<int32_t>(-0.25f)};
+  const TokenChoice c = read_choice(good, 40, 0);
+  EXPECT_EQ(c.token, 7);
+  EXPECT_EQ(c.logprob, -0.25f);
+  const int32_t minus_inf[2] = {39, std::bit_cast<int32_t>(-std::numeric_limits<float>::infinity())};
+  EXPECT_EQ(read_choice(minus_inf, 40, 1).token, 39);  // a masked token's choice is legitimate
+  for (const auto& bad : {std::array<int32_t, 2>{40, 0}, std::array<int32_t, 2>{-1, 0},
+                          std::array<int32_t, 2>{3, std::bit_cast<int32_t>(std::numeric_limits<float>::quiet_NaN())}}) {
+    try {
+      read_choice(bad.data(), 40, 5);
+      FAIL() << "expected an error for token " << bad[0];
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("choice 5 is token"), std::string::npos) << e.what();
     }
   }
 }

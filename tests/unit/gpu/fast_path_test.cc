@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <cstdio>
 #include <functional>
@@ -255,6 +257,96 @@ TEST_P(FastPath, GreedyAheadEqualsStepByStep) {
       EXPECT_EQ(got[i].logprob, want[i].logprob) << "window " << window << " step " << i;
     }
   }
+}
+
+// The prompt's first step chosen next to the logits (decode_prompt_select) equals the
+// prompt pass that brings both positions to the host (decode_two_positions) followed by
+// the reference selection: row 0's logits at <|startoftranscript|> bit for bit, the same
+// tokens, log-probabilities within 1e-4. Greedy (k 1, one row) and beam 5 (k 6, five
+// rows), on three windows each (measured, recorded, replayed), with the rules of a first
+// sampled token (blank suppressed, a timestamp first, at most 1 s).
+TEST_P(FastPath, PromptSelectEqualsTwoPositions) {
+  const auto [size, compute] = GetParam();
+  Models m = make_models(size, compute);
+  WhisperModel& model = *m.fast;
+  const int vocab = model.hparams().n_vocab;
+  const Tensor mel = window_mel(size, model.hparams().n_mels);
+  const int ts = vocab == 51866 ? 50365 : 50364;
+  SelectionRules rules;
+  rules.eot = 50257;
+  rules.suppress_blank = true;
+  rules.blank = {220, 50257};
+  rules.suppress = {1, 2, 7, 8, 9, 10, 50358, 50359, 50360};
+  rules.timestamps = true;
+  rules.timestamp_begin = ts;
+  rules.no_timestamps = ts - 1;
+  rules.max_initial_timestamp = 50;
+  const std::vector<int32_t> one = {50258, 50259, 50359};
+  for (const auto [rows, k] : {std::pair{1, 1}, std::pair{5, 6}}) {
+    std::vector<int32_t> prompt;
+    for (int r = 0; r < rows; ++r) prompt.insert(prompt.end(), one.begin(), one.end());
+    const std::vector<SampledSummary> summaries(rows);
+    const std::vector<int32_t> spec = make_select_spec(rules, vocab, summaries);
+    for (int window = 0; window < 3; ++window) {
+      const std::string what = std::to_string(rows) + " rows, window " + std::to_string(window);
+      auto audio = model.prepare_audio(mel);
+      auto want_state = model.new_state(audio, rows);
+      const Tensor both = model.decode_two_positions(*want_state, prompt, 3, 0);  // [2, rows, vocab]
+      std::vector<int32_t> want(static_cast<size_t>(rows) * k * 2);
+      select_tokens_reference(both.data<float>() + static_cast<int64_t>(rows) * vocab, rows, vocab, spec.data(), k,
+                              want.data());
+      auto state = model.new_state(audio, rows);
+      const WhisperModel::PromptChoices got = model.decode_prompt_select(*state, prompt, 3, 0, rules, summaries, k);
+      ASSERT_EQ(got.row0_at_position.numel(), vocab) << what;
+      EXPECT_EQ(std::memcmp(got.row0_at_position.data<float>(), both.data<float>(), vocab * sizeof(float)), 0)
+          << what << ": row 0 at <|startoftranscript|> differs";
+      ASSERT_EQ(got.choices.size(), static_cast<size_t>(rows) * k) << what;
+      for (size_t i = 0; i < got.choices.size(); ++i) {
+        EXPECT_EQ(got.choices[i].token, want[2 * i]) << what << ", choice " << i;
+        EXPECT_NEAR(got.choices[i].logprob, std::bit_cast<float>(want[2 * i + 1]), 1e-4) << what << ", choice " << i;
+      }
+    }
+  }
+}
+
+// Two models on one backend (hark bench's model and its engine's; a model a server loads
+// again) each get their own recorded steps: the second model's windows and choices equal
+// the first one's bit for bit (same weights), through measured, recorded and replayed
+// calls. Before 2026-12-02 both used the same replay keys, and the second model replayed
+// the first one's recordings, which wrote the first model's buffers.
+TEST_P(FastPath, TwoModelsOnOneBackendKeepTheirOwnRecordings) {
+  const auto [size, compute] = GetParam();
+  const std::shared_ptr<const Checkpoint> ckpt = synthetic(size);
+  const std::shared_ptr<Backend> backend = make_cuda_backend(0, {.threads = 0, .compute_type = compute});
+  WhisperModel a(ckpt, backend), b(ckpt, backend);
+  const Tensor mel = window_mel(size, a.hparams().n_mels);
+  const std::vector<int32_t> prompt = {50258, 50259, 50359};
+  SelectionRules rules;
+  rules.eot = 50257;
+  auto run = [&](WhisperModel& model) {
+    std::vector<Tensor> features;
+    std::vector<int> tokens;
+    for (int window = 0; window < 3; ++window) {
+      auto audio = model.prepare_audio(mel);
+      features.push_back(model.backend().to_host(audio->features).to_f32());
+      auto state = model.new_state(audio);
+      model.decode(*state, prompt, 3);
+      SampledSummary summary;
+      int32_t token = 50364;
+      for (int i = 0; i < 4; ++i) {
+        token = model.decode_select(*state, std::span<const int32_t>(&token, 1), rules,
+                                    std::span<const SampledSummary>(&summary, 1), 1)[0].token;
+        tokens.push_back(token);
+        summary = {summary.count + 1, token, summary.last, summary.last_timestamp};
+      }
+    }
+    return std::pair{features, tokens};
+  };
+  const auto [fa, ta] = run(a);
+  const auto [fb, tb] = run(b);
+  for (size_t w = 0; w < fa.size(); ++w)
+    EXPECT_EQ(test::relative_l2(fb[w], fa[w]), 0.0) << "window " << w << ": the second model's encoder output differs";
+  EXPECT_EQ(tb, ta) << "the second model's choices differ";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FastPath,
