@@ -210,11 +210,15 @@ namespace {
 StepResult filtered_step(const std::vector<std::unique_ptr<LogitFilter>>& filters, TokenDecoder& decoder,
                          TokenRows& tokens, std::vector<float>& logits, std::vector<double>& sum_logprobs) {
   const size_t vocab = logits.size() / tokens.size();
+  // Each row's log-sum-exp where the last filter computed it (the timestamp rule does).
+  std::vector<double> row_lse(tokens.size(), std::numeric_limits<double>::quiet_NaN());
   for (size_t r = 0; r < tokens.size(); ++r) {
     std::span<float> row(logits.data() + r * vocab, vocab);
-    for (const auto& filter : filters) filter->apply(row, tokens[r]);
+    std::optional<double> lse;
+    for (const auto& filter : filters) lse = filter->apply_normalized(row, tokens[r]);
+    if (lse) row_lse[r] = *lse;
   }
-  return decoder.update(tokens, logits, sum_logprobs);
+  return decoder.update(tokens, logits, sum_logprobs, row_lse);
 }
 
 std::vector<int32_t> flatten_columns(const TokenRows& rows, size_t begin, size_t end) {

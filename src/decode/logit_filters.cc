@@ -44,8 +44,9 @@ double log_sum_exp(std::span<const float> x) {
   return peak + std::log(sum);
 }
 
-void log_softmax(std::span<const float> logits, std::vector<float>& out) {
-  const double lse = log_sum_exp(logits);
+void log_softmax(std::span<const float> logits, std::vector<float>& out) { log_softmax(logits, log_sum_exp(logits), out); }
+
+void log_softmax(std::span<const float> logits, double lse, std::vector<float>& out) {
   out.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<float>(logits[i] - lse);
 }
@@ -109,6 +110,10 @@ void ApplyTimestampRules::apply_pairing(std::span<float> logits, std::span<const
 }
 
 void ApplyTimestampRules::apply(std::span<float> logits, std::span<const int> tokens) const {
+  (void)apply_normalized(logits, tokens);
+}
+
+std::optional<double> ApplyTimestampRules::apply_normalized(std::span<float> logits, std::span<const int> tokens) const {
   const int ts_begin = specials_.timestamp_begin;
   mask_token(logits, specials_.no_timestamps);
   const int begin = std::min<int>(sample_begin_, static_cast<int>(tokens.size()));
@@ -120,13 +125,22 @@ void ApplyTimestampRules::apply(std::span<float> logits, std::span<const int> to
       mask_range(logits, ts_begin + *max_initial_timestamp_index_ + 1, static_cast<int>(logits.size()));
   }
 
-  std::vector<float> logprobs;
-  log_softmax(logits, logprobs);
-  std::span<const float> lp(logprobs);
-  const double timestamp_logprob = log_sum_exp(lp.subspan(ts_begin));
-  float max_text_logprob = kNegInf;
-  for (int i = 0; i < ts_begin; ++i) max_text_logprob = std::max(max_text_logprob, lp[i]);
-  if (timestamp_logprob > max_text_logprob) mask_range(logits, 0, ts_begin);
+  // The reference's log-softmax of the row, read where the rule needs it: the timestamps'
+  // log-probabilities (their log-sum-exp) and the largest text one. float(x - lse) grows
+  // with x, so the largest text log-probability is that of the largest text logit: the same
+  // numbers as from the whole log-softmax, without writing it.
+  const double lse = log_sum_exp(logits);
+  std::vector<float> stamps;
+  log_softmax(std::span<const float>(logits).subspan(ts_begin), lse, stamps);
+  const double timestamp_logprob = log_sum_exp(stamps);
+  float max_text_logit = kNegInf;
+  for (int i = 0; i < ts_begin; ++i) max_text_logit = std::max(max_text_logit, logits[i]);
+  const float max_text_logprob = max_text_logit == kNegInf ? kNegInf : static_cast<float>(max_text_logit - lse);
+  if (timestamp_logprob > max_text_logprob) {
+    mask_range(logits, 0, ts_begin);
+    return std::nullopt;
+  }
+  return lse;
 }
 
 }  // namespace hark

@@ -17,6 +17,13 @@ class LogitFilter {
  public:
   virtual ~LogitFilter() = default;
   virtual void apply(std::span<float> logits, std::span<const int> tokens) const = 0;
+  // apply(), returning the log-sum-exp of the row as the filter leaves it where the filter
+  // computed it on the way (the decoders' log-softmax then needs no second pass over the
+  // vocabulary), else nothing.
+  virtual std::optional<double> apply_normalized(std::span<float> logits, std::span<const int> tokens) const {
+    apply(logits, tokens);
+    return std::nullopt;
+  }
 };
 
 // At the first sampled position, forbids a blank start (" " or an immediate EOT).
@@ -54,6 +61,9 @@ class ApplyTimestampRules : public LogitFilter {
  public:
   ApplyTimestampRules(const SpecialTokens& specials, int sample_begin, std::optional<int> max_initial_timestamp_index);
   void apply(std::span<float> logits, std::span<const int> tokens) const override;
+  // Its timestamps-versus-text test takes the row's log-sum-exp: returned unless that test
+  // then masked the text (the row changed after it).
+  std::optional<double> apply_normalized(std::span<float> logits, std::span<const int> tokens) const override;
 
  private:
   void apply_pairing(std::span<float> logits, std::span<const int> sampled) const;
@@ -98,5 +108,7 @@ inline double exp_nonpositive(double x) {
 // entries are handled (an all -inf row gives -inf).
 double log_sum_exp(std::span<const float> x);
 void log_softmax(std::span<const float> logits, std::vector<float>& out);
+// The same with the row's log-sum-exp already known (log_sum_exp(logits), bit for bit).
+void log_softmax(std::span<const float> logits, double lse, std::vector<float>& out);
 
 }  // namespace hark

@@ -42,10 +42,19 @@ int GreedyDecoder::sample(std::span<const float> logits) {
   return last_positive;
 }
 
-StepResult GreedyDecoder::update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) {
+namespace {
+
+// Row r's log-sum-exp: the filters' where they computed it, else computed here.
+double row_log_sum_exp(std::span<const float> row, std::span<const double> row_lse, size_t r) {
+  return r < row_lse.size() && !std::isnan(row_lse[r]) ? row_lse[r] : log_sum_exp(row);
+}
+
+}  // namespace
+
+StepResult GreedyDecoder::update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs,
+                                 std::span<const double> row_lse) {
   const size_t rows = tokens.size();
   const size_t vocab = logits.size() / rows;
-  std::vector<float> logprobs;
   bool completed = true;
   for (size_t r = 0; r < rows; ++r) {
     auto row = logits.subspan(r * vocab, vocab);
@@ -53,9 +62,10 @@ StepResult GreedyDecoder::update(TokenRows& tokens, std::span<const float> logit
     if (tokens[r].back() == eot_) {
       next = eot_;
     } else {
-      log_softmax(row, logprobs);
+      // The chosen token's entry of the log-softmax (log_softmax's arithmetic, one entry).
+      const float logprob = static_cast<float>(row[next] - row_log_sum_exp(row, row_lse, r));
       // float32 accumulation, as the reference's float32 sum tensor.
-      sum_logprobs[r] = static_cast<float>(sum_logprobs[r]) + logprobs[next];
+      sum_logprobs[r] = static_cast<float>(sum_logprobs[r]) + logprob;
     }
     tokens[r].push_back(next);
     completed = completed && next == eot_;
@@ -99,7 +109,8 @@ BeamSearchDecoder::BeamSearchDecoder(int beam_size, int eot, std::optional<float
                                                 std::to_string(p) + " keeps no candidates; use beam_size >= 1 and patience > 0");
 }
 
-StepResult BeamSearchDecoder::update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) {
+StepResult BeamSearchDecoder::update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs,
+                                     std::span<const double> row_lse) {
   const int rows = static_cast<int>(tokens.size());
   if (rows != beam_size_) throw Error(ErrorCode::Internal, "[decode] beam search got a row count other than beam_size");
   const size_t vocab = logits.size() / rows;
@@ -107,7 +118,8 @@ StepResult BeamSearchDecoder::update(TokenRows& tokens, std::span<const float> l
   std::vector<TokenChoice> choices;
   std::vector<float> logprobs;
   for (int j = 0; j < rows; ++j) {
-    log_softmax(logits.subspan(j * vocab, vocab), logprobs);
+    const std::span<const float> row = logits.subspan(j * vocab, vocab);
+    log_softmax(row, row_log_sum_exp(row, row_lse, static_cast<size_t>(j)), logprobs);
     // The top (beam_size + 1) by log-probability, ties resolved by the lower id: one pass
     // that keeps the best k in order (a token enters only if it beats the k-th, which
     // after the first few hundred tokens almost none does), not a sort of the vocabulary.

@@ -31,8 +31,14 @@ class TokenDecoder {
  public:
   virtual ~TokenDecoder() = default;
   virtual void reset() {}
-  // logits: [rows × n_vocab] after the filters. Appends one token to every row.
-  virtual StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) = 0;
+  // logits: [rows × n_vocab] after the filters. Appends one token to every row. row_lse,
+  // where given, holds each row's log-sum-exp as a filter computed it (NaN where none did),
+  // so that the log-softmax needs no second pass.
+  virtual StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs,
+                            std::span<const double> row_lse) = 0;
+  StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) {
+    return update(tokens, logits, sum_logprobs, {});
+  }
   // The same step from each row's k best filtered tokens with their log-probabilities
   // ([rows × k], best first; ties to the lower id), as the device chooses them.
   virtual StepResult update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
@@ -46,7 +52,9 @@ class TokenDecoder {
 class GreedyDecoder : public TokenDecoder {
  public:
   GreedyDecoder(float temperature, int eot, uint64_t seed);
-  StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) override;
+  using TokenDecoder::update;
+  StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs,
+                    std::span<const double> row_lse) override;
   // Only at temperature 0 (the choice is the argmax).
   StepResult update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
                             std::vector<double>& sum_logprobs) override;
@@ -66,7 +74,9 @@ class BeamSearchDecoder : public TokenDecoder {
  public:
   BeamSearchDecoder(int beam_size, int eot, std::optional<float> patience);
   void reset() override { finished_.clear(); }
-  StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs) override;
+  using TokenDecoder::update;
+  StepResult update(TokenRows& tokens, std::span<const float> logits, std::vector<double>& sum_logprobs,
+                    std::span<const double> row_lse) override;
   // Needs k ≥ beam_size + 1 choices per row.
   StepResult update_choices(TokenRows& tokens, std::span<const TokenChoice> choices, int k,
                             std::vector<double>& sum_logprobs) override;

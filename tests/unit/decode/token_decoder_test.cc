@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "decode/decoding_task.h"
+#include "decode/logit_filters.h"
 #include "hark/error.h"
 #include "scripted_inference.h"
 
@@ -211,6 +213,38 @@ TEST(BeamSearch, EveryCandidateEndingCompletesTheSearch) {
   const std::vector<Candidate> out = d.finalize(tokens, sums);
   ASSERT_EQ(out.size(), 2u);
   for (const Candidate& c : out) EXPECT_EQ(c.tokens.back(), 10);
+}
+
+// A row's log-sum-exp handed in by the filters gives the very numbers the decoders compute
+// without it (greedy's sum, beam search's candidates), and NaN means "not known".
+TEST(Decoders, KnownRowLogSumExpChangesNothing) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<float> logits(3 * 40);
+    for (float& v : logits) v = normal(rng);
+    std::vector<double> lse;
+    for (int r = 0; r < 3; ++r) lse.push_back(log_sum_exp(std::span<const float>(logits).subspan(r * 40, 40)));
+    if (trial % 2) lse[1] = std::numeric_limits<double>::quiet_NaN();
+    {
+      GreedyDecoder a(0.0f, 10, 1), b(0.0f, 10, 1);
+      TokenRows ta = {{18}, {18}, {18}}, tb = ta;
+      std::vector<double> sa = {0, 0, 0}, sb = sa;
+      a.update(ta, logits, sa);
+      b.update(tb, logits, sb, lse);
+      EXPECT_EQ(ta, tb);
+      EXPECT_EQ(sa, sb);
+    }
+    {
+      BeamSearchDecoder a(3, 10, std::nullopt), b(3, 10, std::nullopt);
+      TokenRows ta = {{18, 1}, {18, 2}, {18, 3}}, tb = ta;
+      std::vector<double> sa = {-1, -2, -3}, sb = sa;
+      const StepResult ra = a.update(ta, logits, sa), rb = b.update(tb, logits, sb, lse);
+      EXPECT_EQ(ta, tb);
+      EXPECT_EQ(sa, sb);
+      EXPECT_EQ(ra.source, rb.source);
+    }
+  }
 }
 
 }  // namespace
