@@ -9,9 +9,8 @@ namespace {
 
 // Buffer set ids key the backend's recorded steps (id << 8 | what), and a backend may be
 // shared by several models, each with a pool of its own (hark bench times steps on one
-// model, then transcribes on an engine's model over the same backend; a server may load a
-// model again). Ids from one counter for the whole process never meet another pool's
-// recordings. Until 2026-12-02 each pool counted from 1: a second model on the backend
+// model, then transcribes on an engine's model over the same backend; tests do the same).
+// Ids from one counter for the whole process never meet another pool's recordings. Until 2026-12-02 each pool counted from 1: a second model on the backend
 // replayed the first one's recordings, over the first one's buffers (wrong tokens).
 std::atomic<uint64_t> next_buffer_id{1};
 

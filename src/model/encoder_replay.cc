@@ -14,8 +14,8 @@ namespace {
 
 // Replay keys of encoder steps: kEncoderReplayKey | model << 16 | n_ctx. The decoder's
 // keys (model/decoder_buffers.cc) stay below. Each model takes a number of its own from
-// one counter for the process: two models on one backend (hark bench's and its engine's,
-// a model loaded again by a server) must not replay each other's recordings, which write
+// one counter for the process: two models on one backend (hark bench's and its engine's)
+// must not replay each other's recordings, which write
 // the other model's buffers (until 2026-12-02 the key was kEncoderReplayKey | n_ctx, and
 // the second model's windows came out as whatever its own buffers held).
 constexpr uint64_t kEncoderReplayKey = uint64_t{1} << 62;

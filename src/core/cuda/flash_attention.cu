@@ -156,8 +156,9 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
   // (head dim 64, compute capability 9.0, a module with sm_90a code), else the 128-row
   // mma.sync kernel; "wgmma" that kernel or an error where it does not apply; "wide" the
   // 128-row mma.sync kernel; "narrow" the 64-row one. wgmma is the default since
-  // 2026-12-02: bit-identical to the mma.sync kernel on every test case, and 5.01 -> 4.84 ms
-  // a window at encoder batch 32, 5.52 -> 5.30 ms at batch 1 (large-v3-turbo f16, H200).
+  // 2026-12-02: bit-identical to the mma.sync kernel on every test case, and 5.05 -> 4.78-4.90
+  // ms a window at encoder batch 32, 5.40-5.47 -> 5.19-5.31 ms at batch 1 (large-v3-turbo
+  // f16, H200, runs alternating; docs/benchmarks.md).
   const char* env = std::getenv("HARK_CUDA_FLASH");
   const bool forced = env && std::strcmp(env, "wgmma") == 0;
   if (forced || !env) {

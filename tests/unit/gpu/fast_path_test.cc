@@ -309,8 +309,8 @@ TEST_P(FastPath, PromptSelectEqualsTwoPositions) {
   }
 }
 
-// Two models on one backend (hark bench's model and its engine's; a model a server loads
-// again) each get their own recorded steps: the second model's windows and choices equal
+// Two models on one backend (hark bench's model and its engine's) each get their own
+// recorded steps: the second model's windows and choices equal
 // the first one's bit for bit (same weights), through measured, recorded and replayed
 // calls. Before 2026-12-02 both used the same replay keys, and the second model replayed
 // the first one's recordings, which wrote the first model's buffers.
