@@ -1,6 +1,7 @@
 // What a transcription returns: OpenAI's verbose_json shape plus hark's reports.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +44,12 @@ struct Timings {
   // Of decode_ms: inside the model's calls (steps, prompts, waits for the device), and beam
   // reordering; the rest is the decoding tasks' host bookkeeping.
   double decode_model_ms = 0, decode_reorder_ms = 0;
+  // The decoding's work: runs of the decoding task (windows, and their temperature
+  // fallbacks) and the tokens they sampled (each run's chosen candidate, end-of-text
+  // excluded), kept in segments or not (a window's tail after its last timestamp pair is
+  // decoded again by the next window).
+  int decode_runs = 0;
+  int64_t sampled_tokens = 0;
 };
 
 struct Transcript {

@@ -340,10 +340,15 @@ void run_bench(const BenchArgs& args) {
                              {"decode_model", parts.decode_model_ms},
                              {"decode_reorder", parts.decode_reorder_ms},
                              {"other", other}};
-      std::printf("end to end   %8.2f ms for %.1f s of audio, %s, %zu tokens, language %s (warm, median of %d; "
+      out[key + "_work"] = {{"decode_runs", parts.decode_runs}, {"sampled_tokens", parts.sampled_tokens}};
+      // Tokens in the segments, and what the decoding sampled to get them: a window's tail
+      // after its last timestamp pair is dropped and decoded again by the next window.
+      std::printf("end to end   %8.2f ms for %.1f s of audio, %s, %zu tokens (%lld sampled in %d decoding runs), "
+                  "language %s (warm, median of %d; "
                   "last run: file %.2f, mel %.2f, encoder %.2f, decoding %.2f [model calls %.2f, reordering %.2f, "
                   "bookkeeping %.2f], other %.2f ms)\n",
-                  median(times), samples.size() / 16000.0, beam ? "beam 5" : "greedy", tokens, args.language.c_str(),
+                  median(times), samples.size() / 16000.0, beam ? "beam 5" : "greedy", tokens,
+                  static_cast<long long>(parts.sampled_tokens), parts.decode_runs, args.language.c_str(),
                   args.runs, file_ms, parts.mel_ms, parts.encode_ms, parts.decode_ms, parts.decode_model_ms,
                   parts.decode_reorder_ms, parts.decode_ms - parts.decode_model_ms - parts.decode_reorder_ms, other);
     }

@@ -183,6 +183,8 @@ DecodingResult SeekLoop::decode_with_fallback(std::shared_ptr<const AudioContext
     result = DecodingTask(ctx_.vocab, d).run(*make_inference(audio));
     decode_model_ms_ += result.model_ms;
     decode_reorder_ms_ += result.reorder_ms;
+    decode_runs_ += 1;
+    sampled_tokens_ += static_cast<int64_t>(result.tokens.size());
 
     bool needs_fallback = false;
     if (options_.compression_ratio_threshold && result.compression_ratio > *options_.compression_ratio_threshold)

@@ -82,6 +82,8 @@ class SeekLoop {
   double decode_ms() const { return decode_ms_; }
   double decode_model_ms() const { return decode_model_ms_; }      // of decode_ms: the model's calls
   double decode_reorder_ms() const { return decode_reorder_ms_; }  // and beam reordering
+  int decode_runs() const { return decode_runs_; }                 // decoding task runs, fallbacks too
+  int64_t sampled_tokens() const { return sampled_tokens_; }       // what those runs sampled
 
 
  private:
@@ -116,6 +118,8 @@ class SeekLoop {
   double last_speech_timestamp_ = 0;
   std::vector<Segment> segments_;
   double encode_ms_ = 0, decode_ms_ = 0, decode_model_ms_ = 0, decode_reorder_ms_ = 0;
+  int decode_runs_ = 0;
+  int64_t sampled_tokens_ = 0;
   Tensor encoded_mel_;
   std::shared_ptr<const AudioContext> encoded_;
 };

@@ -92,6 +92,8 @@ Transcript SeekStreamingRun::finish() {
   t.timings.decode_ms = loop_.decode_ms();
   t.timings.decode_model_ms = loop_.decode_model_ms();
   t.timings.decode_reorder_ms = loop_.decode_reorder_ms();
+  t.timings.decode_runs = loop_.decode_runs();
+  t.timings.sampled_tokens = loop_.sampled_tokens();
   return t;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "core/backend.h"
 #include "hark/engine.h"
@@ -92,6 +93,17 @@ TEST(EndToEnd, BatchRunIsWellFormed) {
     EXPECT_GE(s.no_speech_prob, 0.0);
     EXPECT_LE(s.no_speech_prob, 1.0);
   }
+  // The work counters: one decoding run per distinct window at least (31 s: two or more),
+  // and every sampled token a segment kept was sampled (timestamps included, EOT not).
+  std::set<int> seeks;
+  int64_t kept = 0;
+  for (const Segment& s : a.segments) {
+    seeks.insert(s.seek);
+    for (int token : s.tokens) kept += token != 50257;
+  }
+  EXPECT_GE(a.timings.decode_runs, static_cast<int>(seeks.size()));
+  EXPECT_GE(a.timings.decode_runs, 2);
+  EXPECT_GE(a.timings.sampled_tokens, kept);
 }
 
 TEST(EndToEnd, StreamingInRandomChunksEqualsBatch) {
