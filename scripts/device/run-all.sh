@@ -155,14 +155,14 @@ fi
 # the fast-path tests under each switch, and the focus bench under each.
 if [[ $mode == validate ]]; then
   section "opt-in kernels: fast-path tests under each switch"
-  for sw in HARK_CUDA_FLASH=wide HARK_CUDA_FUSED_SELF=1; do
+  for sw in HARK_CUDA_FLASH=wide HARK_CUDA_FLASH=wgmma-qs HARK_CUDA_FUSED_SELF=1; do
     run "fast_path_${sw//=/_}" 300 env "$sw" "$bundle/tests/hark_test_gpu" \
       --gtest_filter="${VALIDATE_GPU_TESTS:-*WithinTwoTokens*tiny*:*WithinTwoTokens*base*:*RecordedSteps*tiny*:*RecordedEncoder*:*BatchedWindows*:*GreedyAhead*tiny*:*EveryClipWithinTwoTokens*}"
   done
   mode=focus
   : "${FOCUS_TESTS:=*EncoderSelfAttention*:*FusedSelf*:*CachedAttention*:*OneRow*:*Gather*}"
   : "${FOCUS_GPU_TESTS:=-}"
-  : "${FOCUS_SWITCHES:=default HARK_CUDA_FLASH=wide HARK_CUDA_FUSED_SELF=1}"
+  : "${FOCUS_SWITCHES:=default HARK_CUDA_FLASH=wgmma-qs default HARK_CUDA_FLASH=wgmma-qs HARK_CUDA_FLASH=wide HARK_CUDA_FUSED_SELF=1}"
 fi
 if [[ $mode == focus ]]; then
   # Hopper's own matrix instructions in the module: HGMMA (wgmma) beside HMMA (mma.sync).

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/online_softmax.cuh"
@@ -159,17 +160,22 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
   // 2026-12-02: bit-identical to the mma.sync kernel on every test case, and 5.05 -> 4.78-4.90
   // ms a window at encoder batch 32, 5.40-5.47 -> 5.19-5.31 ms at batch 1 (large-v3-turbo
   // f16, H200, runs alternating; docs/benchmarks.md).
+  // "wgmma-qs": the warpgroup kernel with Q read by wgmma from shared memory (written
+  // 2026-12-02 without a GPU; opt-in until it has passed CudaOps.EncoderSelfAttention and
+  // been timed).
   const char* env = std::getenv("HARK_CUDA_FLASH");
-  const bool forced = env && std::strcmp(env, "wgmma") == 0;
+  const bool q_shared = env && std::strcmp(env, "wgmma-qs") == 0;
+  const bool forced = q_shared || (env && std::strcmp(env, "wgmma") == 0);
   if (forced || !env) {
     if (flash_attention_wgmma_applies(head_dim)) {
-      flash_attention_wgmma(dt, qkv, out, batch, t, n_heads, stream);
+      flash_attention_wgmma(dt, qkv, out, batch, t, n_heads, stream, q_shared);
       return;
     }
     if (forced)
       throw Error(ErrorCode::Unavailable,
-                  "[cuda] HARK_CUDA_FLASH=wgmma: the warpgroup kernel needs head dim 64, a GPU of compute capability "
-                  "9.0 and a CUDA module built for sm_90a (CMAKE_CUDA_ARCHITECTURES naming 90a, the default)");
+                  std::string("[cuda] HARK_CUDA_FLASH=") + env +
+                      ": the warpgroup kernel needs head dim 64, a GPU of compute capability 9.0 and a CUDA module "
+                      "built for sm_90a (CMAKE_CUDA_ARCHITECTURES naming 90a, the default)");
   }
   const bool wide = !(env && std::strcmp(env, "narrow") == 0);
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim, rows = wide ? 128 : 64;

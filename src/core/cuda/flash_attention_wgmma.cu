@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device/mma.cuh"
@@ -46,7 +47,10 @@ constexpr int kTileBytes = kKeys * kHd * 2;  // one K or V stage: 8 KB
 // Q 16 KB + K and V 2 × 8 KB each, and room to start the tiles on a 1024-byte boundary.
 constexpr int kSmemBytes = kRows * kHd * 2 + 4 * kTileBytes + 1024;
 
-template <class T>
+// kQShared: S = Q·Kᵀ with Q read by wgmma straight from shared memory (both operands
+// described, "SS") instead of from registers that ldmatrix fills at every tile
+// (HARK_CUDA_FLASH=wgmma-qs; written 2026-12-02 without a GPU, opt-in until timed).
+template <class T, bool kQShared = false>
 __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                                                  int64_t t, int64_t d, float scale_log2) {
 #ifdef HARK_WGMMA
@@ -98,16 +102,23 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __res
     // and reading them at every tile made every case bit-identical (the registers that
     // wgmma reads asynchronously are not kept across the loop; the cause in the generated
     // code was not established). 2 KB of shared memory a warp per tile, beside 16 KB of K/V.
+    if constexpr (!kQShared) {
 #pragma unroll
-    for (int kk = 0; kk < kHd / 16; ++kk)
-      ldmatrix_x4(qa[kk], qs + swz<kHd>(row_in_block + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
+      for (int kk = 0; kk < kHd / 16; ++kk)
+        ldmatrix_x4(qa[kk], qs + swz<kHd>(row_in_block + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
+    }
     // S = Q Kᵀ: K's rows are the keys (B is K-major); each k-step of 16 head dims is 32
     // bytes further along the rows.
     float s[8][4];
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kHd / 16; ++kk)
-      wgmma_64x64x16<T, false>(s, qa[kk], wgmma_desc_sw128(ks + stage * kTile + kk * 16, 16, 1024), kk > 0);
+    for (int kk = 0; kk < kHd / 16; ++kk) {
+      const uint64_t k_desc = wgmma_desc_sw128(ks + stage * kTile + kk * 16, 16, 1024);
+      if constexpr (kQShared)  // this warpgroup's 64 rows of Q: 8 KB on, a K-major A like K's tile
+        wgmma_64x64x16_ss<T>(s, wgmma_desc_sw128(qs + (warp / 4) * 64 * kHd + kk * 16, 16, 1024), k_desc, kk > 0);
+      else
+        wgmma_64x64x16<T, false>(s, qa[kk], k_desc, kk > 0);
+    }
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(s);
@@ -174,7 +185,7 @@ bool flash_attention_wgmma_applies(int head_dim) {
 }
 
 void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, bool q_shared) {
   const int64_t d = static_cast<int64_t>(n_heads) * kHd;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(kHd));  // log2(e) / sqrt(hd)
   dim3 grid(static_cast<unsigned>((t + kRows - 1) / kRows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));
@@ -182,14 +193,22 @@ void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int6
     using T = decltype(tag);
     // Over the 48 KB a block gets without asking; set once per kernel (and per device,
     // which the attribute is not: it is the function's, for every device).
-    static const bool sized = [] {
-      check(cudaFuncSetAttribute(flash_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
-            "flash attention shared memory");
-      return true;
-    }();
-    (void)sized;
-    launch_kernel(flash_wgmma_kernel<T>, grid, kThreads, kSmemBytes, stream, static_cast<const T*>(qkv),
-                  static_cast<T*>(out), t, d, scale_log2);
+    // One instantiation (and one attribute call) per kernel: the tag's type picks it.
+    auto go = [&](auto q_tag) {
+      constexpr bool kQ = decltype(q_tag)::value;
+      static const bool sized = [] {
+        check(cudaFuncSetAttribute(flash_wgmma_kernel<T, kQ>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
+              "flash attention shared memory");
+        return true;
+      }();
+      (void)sized;
+      launch_kernel(flash_wgmma_kernel<T, kQ>, grid, kThreads, kSmemBytes, stream, static_cast<const T*>(qkv),
+                    static_cast<T*>(out), t, d, scale_log2);
+    };
+    if (q_shared)
+      go(std::true_type{});
+    else
+      go(std::false_type{});
   });
 }
 

@@ -82,9 +82,10 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
                      cudaStream_t stream);
 // flash_attention_wgmma.cu: the same on Hopper's warpgroup MMA, head dim 64, where the
 // current GPU is compute capability 9.0 and the module holds sm_90a code (HARK_CUDA_SM90A).
+// q_shared: Q as a shared-memory operand of S = Q·Kᵀ (HARK_CUDA_FLASH=wgmma-qs, opt-in).
 bool flash_attention_wgmma_applies(int head_dim);
 void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads,
-                           cudaStream_t stream);
+                           cudaStream_t stream, bool q_shared = false);
 
 
 // ---- decoder_self_step.cu: the greedy step's self-attention block, f16/bf16 ------------

@@ -109,4 +109,32 @@ __device__ __forceinline__ void wgmma_64x64x16(float (&d)[8][4], const unsigned 
 
 #undef HARK_WGMMA_64x64x16
 
+// d (+)= a · b with both operands in shared memory, K-major (a: 64 rows of M, each holding
+// its 16 K values; b as for the K-major form above), described by desc_a and desc_b.
+#define HARK_WGMMA_64x64x16_SS(TYPE)                                                                              \
+  asm volatile(                                                                                                   \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                                                 \
+      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+      "%23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                              \
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
+        "+f"(d[7][2]), "+f"(d[7][3]) \
+      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)))
+
+template <class T>
+__device__ __forceinline__ void wgmma_64x64x16_ss(float (&d)[8][4], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+#ifdef HARK_WGMMA
+  if constexpr (std::is_same_v<T, __half>)
+    HARK_WGMMA_64x64x16_SS("f16");
+  else
+    HARK_WGMMA_64x64x16_SS("bf16");
+#endif
+}
+
+#undef HARK_WGMMA_64x64x16_SS
+
 }  // namespace hark::cuda::device
