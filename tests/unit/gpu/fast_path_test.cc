@@ -81,6 +81,24 @@ Models make_models(const std::string& size, const std::string& compute) {
   return m;
 }
 
+// The first timestamp token of a vocabulary (large-v3's has one language more), and the
+// rules a window's decoding runs with: blank suppressed at the first token, a few tokens
+// always suppressed, the timestamp rules with a first timestamp of at most 1 s.
+int first_timestamp(int vocab) { return vocab == 51866 ? 50365 : 50364; }
+
+SelectionRules timestamp_rules(int vocab) {
+  SelectionRules rules;
+  rules.eot = 50257;
+  rules.suppress_blank = true;
+  rules.blank = {220, 50257};
+  rules.suppress = {1, 2, 7, 8, 9, 10, 50358, 50359, 50360};
+  rules.timestamps = true;
+  rules.timestamp_begin = first_timestamp(vocab);
+  rules.no_timestamps = rules.timestamp_begin - 1;
+  rules.max_initial_timestamp = 50;
+  return rules;
+}
+
 class FastPath : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   void SetUp() override {
@@ -215,16 +233,8 @@ TEST_P(FastPath, GreedyAheadEqualsStepByStep) {
   Models m = make_models(size, compute);
   WhisperModel& model = *m.fast;
   const Tensor mel = window_mel(size, model.hparams().n_mels);
-  const int ts = model.hparams().n_vocab == 51866 ? 50365 : 50364;  // first timestamp token
-  SelectionRules rules;
-  rules.eot = 50257;
-  rules.suppress_blank = true;
-  rules.blank = {220, 50257};
-  rules.suppress = {1, 2, 7, 8, 9, 10, 50358, 50359, 50360};
-  rules.timestamps = true;
-  rules.timestamp_begin = ts;
-  rules.no_timestamps = ts - 1;
-  rules.max_initial_timestamp = 50;
+  const int ts = first_timestamp(model.hparams().n_vocab);
+  const SelectionRules rules = timestamp_rules(model.hparams().n_vocab);
   const std::vector<int32_t> prompt = {50258, 50259, 50359};
   constexpr int kAhead = 20;
   for (int window = 0; window < 3; ++window) {
@@ -271,16 +281,7 @@ TEST_P(FastPath, PromptSelectEqualsTwoPositions) {
   WhisperModel& model = *m.fast;
   const int vocab = model.hparams().n_vocab;
   const Tensor mel = window_mel(size, model.hparams().n_mels);
-  const int ts = vocab == 51866 ? 50365 : 50364;
-  SelectionRules rules;
-  rules.eot = 50257;
-  rules.suppress_blank = true;
-  rules.blank = {220, 50257};
-  rules.suppress = {1, 2, 7, 8, 9, 10, 50358, 50359, 50360};
-  rules.timestamps = true;
-  rules.timestamp_begin = ts;
-  rules.no_timestamps = ts - 1;
-  rules.max_initial_timestamp = 50;
+  const SelectionRules rules = timestamp_rules(vocab);
   const std::vector<int32_t> one = {50258, 50259, 50359};
   for (const auto [rows, k] : {std::pair{1, 1}, std::pair{5, 6}}) {
     std::vector<int32_t> prompt;

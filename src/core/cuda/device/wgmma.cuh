@@ -77,6 +77,17 @@ __device__ __forceinline__ void fence_registers(float (&r)[8][4]) {
     for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(r[j][e])::"memory");
 }
 
+// The 32 fp32 accumulators of an m64n64 product, as operands %0..%31 of the asm below.
+#define HARK_WGMMA_D                                                                                             \
+  " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+  "%23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define HARK_WGMMA_ACCUMULATORS(d)                                                                                \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),      \
+      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),  \
+      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),  \
+      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),  \
+      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+
 // d (+)= a · b for a 64×16 A in registers (the warp's 16 rows, mma.sync's A fragment) and
 // a 16×64 B described by desc_b: K-major (kTransB = false: B stored as 64 rows of N, each
 // holding its 16 K values) or MN-major (kTransB = true: K rows, each holding 64 N values).
@@ -85,14 +96,8 @@ __device__ __forceinline__ void fence_registers(float (&r)[8][4]) {
   asm volatile(                                                                                                   \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                \
       "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                                                 \
-      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
-      "%23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"               \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
-        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
-        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
-        "+f"(d[7][2]), "+f"(d[7][3]) \
+      HARK_WGMMA_D ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"               \
+      : HARK_WGMMA_ACCUMULATORS(d) \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(accumulate)),             \
         "n"(kTransB ? 1 : 0))
 
@@ -115,14 +120,8 @@ __device__ __forceinline__ void wgmma_64x64x16(float (&d)[8][4], const unsigned 
   asm volatile(                                                                                                   \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                \
       "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                                                 \
-      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
-      "%23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                              \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
-        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
-        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
-        "+f"(d[7][2]), "+f"(d[7][3]) \
+      HARK_WGMMA_D ", %32, %33, p, 1, 1, 0, 0;\n}\n"                              \
+      : HARK_WGMMA_ACCUMULATORS(d) \
       : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)))
 
 template <class T>
@@ -136,5 +135,7 @@ __device__ __forceinline__ void wgmma_64x64x16_ss(float (&d)[8][4], uint64_t des
 }
 
 #undef HARK_WGMMA_64x64x16_SS
+#undef HARK_WGMMA_ACCUMULATORS
+#undef HARK_WGMMA_D
 
 }  // namespace hark::cuda::device
