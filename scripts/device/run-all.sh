@@ -150,19 +150,20 @@ if [[ $mode == backtrace ]]; then
   fi
   exit 0
 fi
-# validate: the kernels behind switches (docs/gpu.md: HARK_CUDA_FLASH=wide, the mma.sync
-# kernel instead of the default wgmma one; HARK_CUDA_FUSED_SELF=1, opt-in): their op tests,
-# the fast-path tests under each switch, and the focus bench under each.
+# validate: the kernels behind switches (docs/gpu.md; VALIDATE_SWITCHES, default the
+# switches back from the newest defaults, HARK_CUDA_FLASH=wgmma and HARK_CUDA_L2_HINTS=0):
+# their op tests, the fast-path tests with none
+# (HARK_FOCUS_NONE=1) and under each switch, and the focus bench under each, alternating with the default.
 if [[ $mode == validate ]]; then
   section "opt-in kernels: fast-path tests under each switch"
-  for sw in HARK_CUDA_FLASH=wide HARK_CUDA_FLASH=wgmma-qs HARK_CUDA_FUSED_SELF=1; do
+  for sw in HARK_FOCUS_NONE=1 ${VALIDATE_SWITCHES:-HARK_CUDA_FLASH=wgmma HARK_CUDA_L2_HINTS=0}; do
     run "fast_path_${sw//=/_}" 300 env "$sw" "$bundle/tests/hark_test_gpu" \
       --gtest_filter="${VALIDATE_GPU_TESTS:-*WithinTwoTokens*tiny*:*WithinTwoTokens*base*:*RecordedSteps*tiny*:*RecordedEncoder*:*BatchedWindows*:*GreedyAhead*tiny*:*EveryClipWithinTwoTokens*}"
   done
   mode=focus
   : "${FOCUS_TESTS:=*EncoderSelfAttention*:*FusedSelf*:*CachedAttention*:*OneRow*:*Gather*}"
   : "${FOCUS_GPU_TESTS:=-}"
-  : "${FOCUS_SWITCHES:=default HARK_CUDA_FLASH=wgmma-qs default HARK_CUDA_FLASH=wgmma-qs HARK_CUDA_FLASH=wide HARK_CUDA_FUSED_SELF=1}"
+  : "${FOCUS_SWITCHES:=default ${VALIDATE_SWITCHES:-HARK_CUDA_FLASH=wgmma HARK_CUDA_L2_HINTS=0} default ${VALIDATE_SWITCHES:-HARK_CUDA_FLASH=wgmma HARK_CUDA_L2_HINTS=0}}"
 fi
 if [[ $mode == focus ]]; then
   # Hopper's own matrix instructions in the module: HGMMA (wgmma) beside HMMA (mma.sync).
@@ -222,12 +223,35 @@ PY
   fi
   if [[ -n ${FOCUS_NCU_KERNEL:-} ]]; then
     # One kernel in detail (occupancy, memory throughput, warp stalls), e.g.
-    # FOCUS_NCU_KERNEL=cross_split FOCUS_NCU_SKIP=60 FOCUS_NCU_ARGS="--step-windows 48".
+    # FOCUS_NCU_KERNEL=cross_split FOCUS_NCU_SKIP=60 FOCUS_NCU_ARGS="--step-windows 48";
+    # FOCUS_NCU_KERNEL_BATCHES the encoder batch (default 1), FOCUS_NCU_ENV switches for it
+    # ("A=1+B=2").
     section "focus: Nsight Compute details of ${FOCUS_NCU_KERNEL}"
-    ncu --set full -k "regex:${FOCUS_NCU_KERNEL}" --launch-skip "${FOCUS_NCU_SKIP:-0}" --launch-count 2 --page details \
-      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 \
-      --tokens 3 --batches 1 ${FOCUS_NCU_ARGS:-} >"$OUT/ncu-details.txt" 2>"$OUT/ncu-details.err"
+    IFS=+ read -r -a ncu_env <<<"${FOCUS_NCU_ENV:-HARK_FOCUS_NONE=1}"
+    env "${ncu_env[@]}" ncu --set full -k "regex:${FOCUS_NCU_KERNEL}" --launch-skip "${FOCUS_NCU_SKIP:-0}" --launch-count 2 \
+      --page details "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 \
+      --compute-type f16 --runs 1 --tokens 3 --batches "${FOCUS_NCU_KERNEL_BATCHES:-1}" ${FOCUS_NCU_ARGS:-} \
+      >"$OUT/ncu-details.txt" 2>"$OUT/ncu-details.err"
     echo "- ncu details: exit $?" | tee -a "$results"
+    # Where the warps wait, and how busy each pipe is (the chart of the details page, as numbers).
+    env "${ncu_env[@]}" ncu -k "regex:${FOCUS_NCU_KERNEL}" --launch-skip "${FOCUS_NCU_SKIP:-0}" --launch-count 1 --csv --page raw \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active,lts__t_bytes.sum.per_second,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,sm__cycles_elapsed.avg" \
+      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 --tokens 3 \
+      --batches "${FOCUS_NCU_KERNEL_BATCHES:-1}" ${FOCUS_NCU_ARGS:-} >"$OUT/ncu-stalls.csv" 2>"$OUT/ncu-stalls.err"
+    echo "- ncu stalls: exit $?" | tee -a "$results"
+    python3 - "$OUT/ncu-stalls.csv" <<'PY' | sed 's/^/    /' | tee -a "$results"
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if r]
+head = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+if head is not None and len(rows) > head + 2:
+    names, units, vals = rows[head], rows[head + 1], rows[head + 2]
+    for n, u, v in sorted(zip(names, units, vals), key=lambda x: x[0]):
+        try:
+            if float(v.replace(",", "")) == 0: continue
+        except ValueError:
+            pass
+        print(f"{n} = {v} {u}")
+PY
     grep -E "^  [a-z_:<>0-9, ]+\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Warp Cycles Per Issued|Issue Slots Busy|One or More Eligible|L2 Hit Rate|Compute \(SM\) Throughput" \
       "$OUT/ncu-details.txt" | head -60 | sed 's/^/    /' | tee -a "$results"
   fi

@@ -113,7 +113,7 @@ __device__ void combine_chunks(const float* p, int splits, T* out, float* stage)
 
 // At most 96 registers (5 blocks an SM, as the chunk's 38 KB of shared memory allows);
 // without the bound the merge's loads in flight took it to 113 (4 blocks).
-template <int HD, class T>
+template <int HD, class T, bool kEvictLast = false>
 __global__ void __launch_bounds__(kThreads, 5) cross_split_kernel(const T* __restrict__ q, const T* __restrict__ kv,
                                                                int64_t kv_ld, int64_t k_col, int64_t v_col,
                                                                int64_t frames, const int32_t* __restrict__ row_window,
@@ -141,13 +141,20 @@ __global__ void __launch_bounds__(kThreads, 5) cross_split_kernel(const T* __res
   // kernel ran at 0.8-1.4 TB/s on an H200 (Nsight Compute: 9.8 µs per turbo layer at one
   // row, 272 µs at 48 rows on 48 windows); the one-row figure did not move with this.
   pdl_launch_next();
+  [[maybe_unused]] uint64_t policy = 0;
+  if constexpr (kEvictLast) policy = l2_policy_evict_last();  // on unless HARK_CUDA_L2_HINTS=0
 #pragma unroll
   for (int i = 0; i < kChunk * kWords / kThreads; ++i) {
     const int c = tid + i * kThreads, j = c / kWords, e = (c % kWords) * kVec;
     const bool valid = j < nk;
     const T* src = base + (valid ? static_cast<int64_t>(j) * kv_ld : 0) + e;
-    cp_async16(ks + j * kPad + e, src + k_col, valid);
-    cp_async16(vs + j * kPad + e, src + v_col, valid);
+    if constexpr (kEvictLast) {
+      cp_async16_policy(ks + j * kPad + e, src + k_col, valid, policy);
+      cp_async16_policy(vs + j * kPad + e, src + v_col, valid, policy);
+    } else {
+      cp_async16(ks + j * kPad + e, src + k_col, valid);
+      cp_async16(vs + j * kPad + e, src + v_col, valid);
+    }
   }
   cp_async_commit();
   pdl_wait();
@@ -331,9 +338,15 @@ void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int
       // floats): past that (over 8 192 frames for 16-bit types) the second kernel merges.
       if (2 * splits > chunk_keys<T>()) counters = nullptr;
       dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(splits), static_cast<unsigned>(windows));
-      launch_kernel(cross_split_kernel<HD, T>, grid, kThreads, 0, stream, static_cast<const T*>(q), static_cast<const T*>(kv), kv_ld, k_col,
-                    v_col, frames, row_window, rows * n_new, n_new, d, partials, splits, counters,
-                    static_cast<T*>(out));
+      auto split = [&](auto kernel) {
+        launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(q), static_cast<const T*>(kv), kv_ld,
+                      k_col, v_col, frames, row_window, rows * n_new, n_new, d, partials, splits, counters,
+                      static_cast<T*>(out));
+      };
+      if (l2_hints())
+        split(cross_split_kernel<HD, T, true>);
+      else
+        split(cross_split_kernel<HD, T, false>);
       if (!counters) {
         dim3 combine(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows * n_new));
         launch_kernel(cross_combine_kernel<HD, T>, combine, HD, 0, stream, partials, splits, d, static_cast<T*>(out));

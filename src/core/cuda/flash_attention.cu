@@ -153,22 +153,25 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
                      cudaStream_t stream) {
   if (batch <= 0 || t <= 0) return;
   // Measurement switch, read at each launch so that a test can run every kernel: unset,
-  // the warpgroup (wgmma) kernel of Hopper GPUs (flash_attention_wgmma.cu) where it applies
-  // (head dim 64, compute capability 9.0, a module with sm_90a code), else the 128-row
-  // mma.sync kernel; "wgmma" that kernel or an error where it does not apply; "wide" the
-  // 128-row mma.sync kernel; "narrow" the 64-row one. wgmma is the default since
-  // 2026-12-02: bit-identical to the mma.sync kernel on every test case, and 5.05 -> 4.78-4.90
-  // ms a window at encoder batch 32, 5.40-5.47 -> 5.19-5.31 ms at batch 1 (large-v3-turbo
-  // f16, H200, runs alternating; docs/benchmarks.md).
-  // "wgmma-qs": the warpgroup kernel with Q read by wgmma from shared memory (written
-  // 2026-12-02 without a GPU; opt-in until it has passed CudaOps.EncoderSelfAttention and
-  // been timed).
+  // the warpgroup (wgmma) kernel of Hopper GPUs (flash_attention_wgmma.cu) with a tile's
+  // two products overlapped, where it applies (head dim 64, compute capability 9.0, a
+  // module with sm_90a code), else the 128-row mma.sync kernel; "wgmma-pipe" that kernel
+  // or an error where it does not apply; "wgmma" the warpgroup kernel without the overlap
+  // (the default 2026-12-02, 00:00-04:30 UTC), "wgmma-qs" that with Q read by wgmma from
+  // shared memory; "wide" the 128-row mma.sync kernel; "narrow" the 64-row one. All are
+  // bit-identical on every test case. Measured on an H200 (large-v3-turbo f16, runs
+  // alternating, docs/benchmarks.md): mma.sync → wgmma 5.05 → 4.78-4.90 ms a window at
+  // encoder batch 32; wgmma → wgmma-pipe 4.81 → 4.76 at batch 32 and 5.16 → 5.10 ms at
+  // batch 1 (means of six alternating pairs).
   const char* env = std::getenv("HARK_CUDA_FLASH");
-  const bool q_shared = env && std::strcmp(env, "wgmma-qs") == 0;
-  const bool forced = q_shared || (env && std::strcmp(env, "wgmma") == 0);
+  const auto is = [env](const char* name) { return env && std::strcmp(env, name) == 0; };
+  const bool forced = is("wgmma") || is("wgmma-qs") || is("wgmma-pipe");
   if (forced || !env) {
     if (flash_attention_wgmma_applies(head_dim)) {
-      flash_attention_wgmma(dt, qkv, out, batch, t, n_heads, stream, q_shared);
+      flash_attention_wgmma(dt, qkv, out, batch, t, n_heads, stream,
+                            is("wgmma")      ? WgmmaFlash::kQInRegisters
+                            : is("wgmma-qs") ? WgmmaFlash::kQShared
+                                             : WgmmaFlash::kPipelined);
       return;
     }
     if (forced)
@@ -177,7 +180,7 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
                       ": the warpgroup kernel needs head dim 64, a GPU of compute capability 9.0 and a CUDA module "
                       "built for sm_90a (CMAKE_CUDA_ARCHITECTURES naming 90a, the default)");
   }
-  const bool wide = !(env && std::strcmp(env, "narrow") == 0);
+  const bool wide = !is("narrow");
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim, rows = wide ? 128 : 64;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(head_dim));  // log2(e) / sqrt(hd)
   dim3 grid(static_cast<unsigned>((t + rows - 1) / rows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));

@@ -49,7 +49,7 @@ constexpr int kSmemBytes = kRows * kHd * 2 + 4 * kTileBytes + 1024;
 
 // kQShared: S = Q·Kᵀ with Q read by wgmma straight from shared memory (both operands
 // described, "SS") instead of from registers that ldmatrix fills at every tile
-// (HARK_CUDA_FLASH=wgmma-qs; written 2026-12-02 without a GPU, opt-in until timed).
+// (HARK_CUDA_FLASH=wgmma-qs: bit-identical, and as fast within the spread between runs).
 template <class T, bool kQShared = false>
 __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                                                  int64_t t, int64_t d, float scale_log2) {
@@ -156,6 +156,117 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __res
 #endif
 }
 
+// The same attention with the two products of a tile overlapped (the default on sm_90 since
+// 2026-12-02; HARK_CUDA_FLASH=wgmma goes back to the kernel above). In the kernel above a warpgroup waits for
+// S = Q·Kᵀ, runs the softmax, then waits for P·V: its tensor cores idle during its
+// softmax, which at head dim 64 costs about as many cycles as both products. Here tile j
+// issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} together, runs the softmax of S_j while the
+// second product still runs, and waits for it only before rescaling O. Every output sees
+// the same operations in the same order as above (O ← O·corr_j + P_j·V_j), so the
+// results are the same bit for bit. Q is read by wgmma from shared memory (no A registers
+// to keep while P's are live). K_j and V_{j-1} are read in tile j, so V runs a tile behind
+// K in the two-stage ring, and one block barrier per tile both publishes the tile's loads
+// and frees the stages that the next loads fill.
+template <class T>
+__global__ void __launch_bounds__(kThreads, 2) flash_wgmma_pipelined_kernel(const T* __restrict__ qkv,
+                                                                           T* __restrict__ out, int64_t t, int64_t d,
+                                                                           float scale_log2) {
+#ifdef HARK_WGMMA
+  pdl_enter();
+  extern __shared__ unsigned char smem_raw[];
+  T* qs = reinterpret_cast<T*>(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
+  constexpr int kTile = kKeys * kHd;
+  T* ks = qs + kRows * kHd;
+  T* vs = ks + 2 * kTile;
+  const int head = blockIdx.y;
+  const int64_t ld = 3 * d;
+  const T* base = qkv + blockIdx.z * t * ld + head * kHd;
+  const T* k_src = base + d;
+  const T* v_src = base + 2 * d;
+  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  const int row_in_block = warp * 16;
+  const T* q_warpgroup = qs + (warp / 4) * 64 * kHd;
+
+  load_tile<kHd, kRows, kThreads>(qs, base, ld, q0, t);
+  load_tile<kHd, kKeys, kThreads>(ks, k_src, ld, 0, t);
+  cp_async_commit();
+
+  float o[8][4] = {};
+  unsigned pa[4][4] = {};
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  const int tiles = static_cast<int>((t + kKeys - 1) / kKeys);
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int stage = tile & 1;
+    // K_tile and V_{tile-1}, loaded during the tile before, are in; and every warpgroup is
+    // past that tile, so K_{tile-1}'s and V_{tile-2}'s stages are free for the next loads.
+    cp_async_wait<0>();
+    fence_proxy_async_shared();
+    __syncthreads();
+    if (tile + 1 < tiles)
+      load_tile<kHd, kKeys, kThreads>(ks + (stage ^ 1) * kTile, k_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+    load_tile<kHd, kKeys, kThreads>(vs + stage * kTile, v_src, ld, static_cast<int64_t>(tile) * kKeys, t);
+    cp_async_commit();
+
+    float s[8][4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHd / 16; ++kk)
+      wgmma_64x64x16_ss<T>(s, wgmma_desc_sw128(q_warpgroup + kk * 16, 16, 1024),
+                           wgmma_desc_sw128(ks + stage * kTile + kk * 16, 16, 1024), kk > 0);
+    wgmma_commit();
+    if (tile > 0) {
+      const T* v_prev = vs + (stage ^ 1) * kTile;
+      wgmma_fence();  // ptxas would add it (C7519): the branch hides the fence above from it
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        wgmma_64x64x16<T, true>(o, pa[kk], wgmma_desc_sw128(v_prev + kk * 16 * kHd, 1024, 1024), true);
+      wgmma_commit();
+      wgmma_wait<1>();  // S_tile is done; P_{tile-1}·V_{tile-1} may still run
+    } else {
+      wgmma_wait<0>();
+    }
+    fence_registers(s);
+    const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
+    float corr[2];
+    softmax_tile_16<8>(s, m_run, l_run, corr, scale_log2, key0, key0 + kKeys > t, tig, t);
+    wgmma_wait<0>();
+    fence_registers(o);
+    rescale_output(o, corr);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) p_fragment<T>(s, kk, pa[kk]);
+  }
+  // The last tile's P·V, once its V is in.
+  cp_async_wait<0>();
+  fence_proxy_async_shared();
+  __syncthreads();
+  {
+    const T* v_last = vs + ((tiles - 1) & 1) * kTile;
+    fence_registers(o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_64x64x16<T, true>(o, pa[kk], wgmma_desc_sw128(v_last + kk * 16 * kHd, 1024, 1024), true);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(o);
+  }
+  T* dst = out + blockIdx.z * t * d + head * kHd;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float inv = softmax_inverse_sum(l_run, r);
+    const int64_t row = q0 + row_in_block + g + r * 8;
+    if (row >= t) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) = pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+  }
+#else
+  __trap();
+#endif
+}
+
 // Whether this process's current GPU runs the kernel: compute capability 9.0 exactly (the
 // sm_90a code is not forward compatible) and a module built with sm_90a code.
 bool wgmma_device() {
@@ -168,6 +279,20 @@ bool wgmma_device() {
 #else
   return false;
 #endif
+}
+
+// Launches one of the kernels above, first giving it the shared memory it needs: over the
+// 48 KB a block gets without asking, set once per kernel (the attribute is the function's,
+// for every device).
+template <auto kKernel, class T>
+void launch_flash(dim3 grid, cudaStream_t stream, const T* qkv, T* out, int64_t t, int64_t d, float scale_log2) {
+  static const bool sized = [] {
+    check(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
+          "flash attention shared memory");
+    return true;
+  }();
+  (void)sized;
+  launch_kernel(kKernel, grid, kThreads, kSmemBytes, stream, qkv, out, t, d, scale_log2);
 }
 
 }  // namespace
@@ -185,30 +310,25 @@ bool flash_attention_wgmma_applies(int head_dim) {
 }
 
 void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads,
-                           cudaStream_t stream, bool q_shared) {
+                           cudaStream_t stream, WgmmaFlash variant) {
   const int64_t d = static_cast<int64_t>(n_heads) * kHd;
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(kHd));  // log2(e) / sqrt(hd)
   dim3 grid(static_cast<unsigned>((t + kRows - 1) / kRows), static_cast<unsigned>(n_heads), static_cast<unsigned>(batch));
   dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
-    // Over the 48 KB a block gets without asking; set once per kernel (and per device,
-    // which the attribute is not: it is the function's, for every device).
-    // One instantiation (and one attribute call) per kernel: the tag's type picks it.
-    auto go = [&](auto q_tag) {
-      constexpr bool kQ = decltype(q_tag)::value;
-      static const bool sized = [] {
-        check(cudaFuncSetAttribute(flash_wgmma_kernel<T, kQ>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
-              "flash attention shared memory");
-        return true;
-      }();
-      (void)sized;
-      launch_kernel(flash_wgmma_kernel<T, kQ>, grid, kThreads, kSmemBytes, stream, static_cast<const T*>(qkv),
-                    static_cast<T*>(out), t, d, scale_log2);
-    };
-    if (q_shared)
-      go(std::true_type{});
-    else
-      go(std::false_type{});
+    const T* in = static_cast<const T*>(qkv);
+    T* o = static_cast<T*>(out);
+    switch (variant) {
+      case WgmmaFlash::kQInRegisters:
+        launch_flash<flash_wgmma_kernel<T, false>>(grid, stream, in, o, t, d, scale_log2);
+        break;
+      case WgmmaFlash::kQShared:
+        launch_flash<flash_wgmma_kernel<T, true>>(grid, stream, in, o, t, d, scale_log2);
+        break;
+      case WgmmaFlash::kPipelined:
+        launch_flash<flash_wgmma_pipelined_kernel<T>>(grid, stream, in, o, t, d, scale_log2);
+        break;
+    }
   });
 }
 

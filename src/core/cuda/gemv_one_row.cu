@@ -30,7 +30,7 @@ namespace {
 using namespace device;
 constexpr int kThreads = 256;
 
-template <class T, class Y, int W, bool kNorm>
+template <class T, class Y, int W, bool kNorm, bool kEvictFirst>
 __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restrict__ x, int k,
                                                                 const T* __restrict__ w, int n,
                                                                 const T* __restrict__ bias, Y* y, int epilogue,
@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
   const int lane = threadIdx.x & 31;
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
   const int first = warp * rows_per_warp, end = min(n, first + rows_per_warp);
-  auto fetch = [&](int row, uint4 (&out)[W]) { fetch_row_words<T, W>(w, k, row, row < end, lane, out); };
+  auto fetch = [&](int row, uint4 (&out)[W]) { fetch_row_words<T, W, kEvictFirst>(w, k, row, row < end, lane, out); };
   pdl_launch_next();
   uint4 wv[W];
   fetch(first, wv);
@@ -83,10 +83,10 @@ int resident_warps(Kernel kernel) {
   return multiprocessors() * std::max(1, blocks_per_sm) * (kThreads / 32);
 }
 
-template <class T, class Y, int W, bool kNorm>
+template <class T, class Y, int W, bool kNorm, bool kEvictFirst>
 void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, const GemvNorm* norm,
             cudaStream_t stream) {
-  auto kernel = gemv_one_row_kernel<T, Y, W, kNorm>;
+  auto kernel = gemv_one_row_kernel<T, Y, W, kNorm, kEvictFirst>;
   // Every GPU of one process is the same model in practice: asked once per kernel.
   static const int capacity = resident_warps(kernel);
   // Rows spread so that the whole grid is resident at once (one wave).
@@ -101,13 +101,24 @@ void launch(const void* x, int k, const void* w, int n, const void* bias, void* 
 template <class T, class Y, int W>
 void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, const GemvNorm* norm,
             cudaStream_t stream) {
+  const bool hints = l2_hints();
   if (norm)
-    launch<T, Y, W, true>(x, k, w, n, bias, y, epilogue, norm, stream);
+    hints ? launch<T, Y, W, true, true>(x, k, w, n, bias, y, epilogue, norm, stream)
+          : launch<T, Y, W, true, false>(x, k, w, n, bias, y, epilogue, norm, stream);
   else
-    launch<T, Y, W, false>(x, k, w, n, bias, y, epilogue, norm, stream);
+    hints ? launch<T, Y, W, false, true>(x, k, w, n, bias, y, epilogue, norm, stream)
+          : launch<T, Y, W, false, false>(x, k, w, n, bias, y, epilogue, norm, stream);
 }
 
 }  // namespace
+
+bool l2_hints() {
+  static const bool on = [] {
+    const char* env = std::getenv("HARK_CUDA_L2_HINTS");
+    return !(env && std::string(env) == "0");
+  }();
+  return on;
+}
 
 bool gemv_one_row_applies(int m, int k) {
   // Measurement switch HARK_CUDA_GEMV_ONE_ROW=0: every few-row product through gemv.cu.

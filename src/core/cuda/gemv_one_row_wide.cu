@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
@@ -28,7 +29,7 @@ constexpr int kMaxWords = 8;          // 16-byte words of x (and of each weight 
 
 // S warps per weight row (a group); rows [first, first + rows) of the output per group.
 // W: 16-byte words per lane (5 for the 5120-wide products of the large sizes, else 8).
-template <class T, class Y, int S, int W>
+template <class T, class Y, int S, int W, bool kEvictFirst>
 __global__ void __launch_bounds__(kThreads) gemv_wide_kernel(const T* __restrict__ x, int k, const T* __restrict__ w,
                                                              int n, const T* __restrict__ bias, Y* y, int epilogue,
                                                              int rows_per_group) {
@@ -42,10 +43,16 @@ __global__ void __launch_bounds__(kThreads) gemv_wide_kernel(const T* __restrict
   const int first = group * rows_per_group, end = min(n, first + rows_per_group);
   auto fetch = [&](int row, uint4 (&out)[W]) {
     const uint4* wr = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(row) * k);
+    [[maybe_unused]] uint64_t policy = 0;
+    if constexpr (kEvictFirst) policy = l2_policy_evict_first();
 #pragma unroll
     for (int u = 0; u < W; ++u) {
       const int idx = p0 + lane + u * 32;
-      out[u] = row < end && idx < p1 ? __ldg(wr + idx) : make_uint4(0, 0, 0, 0);
+      const bool valid = row < end && idx < p1;
+      if constexpr (kEvictFirst)
+        out[u] = valid ? load_policy(wr + idx, policy) : make_uint4(0, 0, 0, 0);
+      else
+        out[u] = valid ? __ldg(wr + idx) : make_uint4(0, 0, 0, 0);
     }
   };
   pdl_launch_next();
@@ -86,9 +93,10 @@ int resident_groups(const void* kernel, int warps_per_group) {
   return std::max(1, sms) * std::max(1, blocks_per_sm) * (kWarps / warps_per_group);
 }
 
-template <class T, class Y, int S, int W>
-void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, cudaStream_t stream) {
-  auto kernel = gemv_wide_kernel<T, Y, S, W>;
+template <class T, class Y, int S, int W, bool kEvictFirst>
+void launch_with(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue,
+                 cudaStream_t stream) {
+  auto kernel = gemv_wide_kernel<T, Y, S, W, kEvictFirst>;
   static const int capacity = resident_groups(reinterpret_cast<const void*>(kernel), S);
   // One resident wave where the rows allow it, at most one row per lane of the final sum.
   const int rows_per_group = std::clamp((n + capacity - 1) / capacity, 1, kMaxRowsPerGroup);
@@ -96,6 +104,14 @@ void launch(const void* x, int k, const void* w, int n, const void* bias, void* 
   const unsigned blocks = static_cast<unsigned>((groups + kWarps / S - 1) / (kWarps / S));
   launch_kernel(kernel, blocks, kThreads, 0, stream, static_cast<const T*>(x), k, static_cast<const T*>(w), n,
                 static_cast<const T*>(bias), static_cast<Y*>(y), epilogue, rows_per_group);
+}
+
+template <class T, class Y, int S, int W>
+void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, cudaStream_t stream) {
+  if (l2_hints())
+    launch_with<T, Y, S, W, true>(x, k, w, n, bias, y, epilogue, stream);
+  else
+    launch_with<T, Y, S, W, false>(x, k, w, n, bias, y, epilogue, stream);
 }
 
 }  // namespace

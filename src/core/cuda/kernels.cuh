@@ -47,6 +47,12 @@ void softmax(float* scores, int64_t blocks, int64_t tq, int64_t tk, bool causal,
 void layer_norm(DType dt, const void* x, const float* gamma, const float* beta, void* y, int64_t rows, int64_t d,
                 float eps, cudaStream_t stream);
 
+// The one-row products load their weights with L2's evict-first policy and the
+// cross-attention its K/V with evict-last, so that the windows' K/V (31 MB for
+// large-v3-turbo) stay in L2 across steps while the weights (317 MB a step) stream past
+// them. On unless HARK_CUDA_L2_HINTS=0 (a measurement switch, read once).
+bool l2_hints();
+
 // ---- gemv.cu: the decoder's few-row products, bound by weight reads ---------------------
 constexpr int kGemvMaxRows = 8;
 enum class GemvEpilogue : int { None = 0, Gelu = 1, Residual = 2 };
@@ -82,10 +88,13 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
                      cudaStream_t stream);
 // flash_attention_wgmma.cu: the same on Hopper's warpgroup MMA, head dim 64, where the
 // current GPU is compute capability 9.0 and the module holds sm_90a code (HARK_CUDA_SM90A).
-// q_shared: Q as a shared-memory operand of S = Q·Kᵀ (HARK_CUDA_FLASH=wgmma-qs, opt-in).
+// The variants (HARK_CUDA_FLASH, docs/gpu.md): Q's fragments in registers ("wgmma"), Q as
+// a shared-memory operand of S = Q·Kᵀ ("wgmma-qs"), and that with a tile's two products
+// overlapped ("wgmma-pipe", the default on sm_90).
+enum class WgmmaFlash { kQInRegisters, kQShared, kPipelined };
 bool flash_attention_wgmma_applies(int head_dim);
 void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads,
-                           cudaStream_t stream, bool q_shared = false);
+                           cudaStream_t stream, WgmmaFlash variant = WgmmaFlash::kPipelined);
 
 
 // ---- decoder_self_step.cu: the greedy step's self-attention block, f16/bf16 ------------

@@ -193,18 +193,20 @@ TEST_P(CudaOps, EncoderSelfAttention) {
   // kernel with 128-row blocks (two row tiles per warp, "wide", the default) and with
   // 64-row blocks ("narrow"), and the warpgroup (wgmma) kernel of Hopper GPUs
   // (HARK_CUDA_FLASH=wgmma, head dim 64; "wgmma-qs" with Q read from shared memory by the
-  // products); lengths that end mid-tile, one key tile, one row. The two
+  // products, "wgmma-pipe" with a tile's two products overlapped); lengths that end
+  // mid-tile, one key tile, two, one row. The two
   // mma.sync kernels compute each output with the same products in the same order: equal
   // bit for bit. The wgmma kernel shares their softmax; whether its products round the
   // same is reported, not required. Where wgmma does not apply (another GPU, head dim 32)
   // its variant is skipped, unless HARK_EXPECT_WGMMA=1 (set by scripts/device/ on H200s).
   const std::vector<Case> cases = {Case{2, 4, 64, 100}, Case{1, 6, 64, 1500}, Case{3, 2, 32, 70},
                                    Case{1, 6, 32, 1500}, Case{2, 3, 64, 200},  Case{1, 2, 64, 1},
-                                   Case{2, 2, 64, 64},   Case{1, 3, 64, 129}};
+                                   Case{2, 2, 64, 64},   Case{1, 3, 64, 129},  Case{1, 2, 64, 128},
+                                   Case{2, 3, 64, 65}};
   const bool expect_wgmma = std::getenv("HARK_EXPECT_WGMMA") && std::string(std::getenv("HARK_EXPECT_WGMMA")) == "1";
   std::vector<Tensor> inputs, wide(cases.size());
   for (const Case& c : cases) inputs.push_back(random({c.batch * c.t, 3 * c.heads * c.head_dim}, 2.0f));
-  for (const char* variant : {"wide", "narrow", "wgmma", "wgmma-qs"}) {
+  for (const char* variant : {"wide", "narrow", "wgmma", "wgmma-qs", "wgmma-pipe"}) {
     setenv("HARK_CUDA_FLASH", variant, 1);
     for (size_t i = 0; i < cases.size(); ++i) {
       const Case& c = cases[i];

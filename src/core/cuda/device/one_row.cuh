@@ -7,20 +7,27 @@
 
 #include <cstdint>
 
+#include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/types.cuh"
 
 namespace hark::cuda::device {
 
-// Weight row `row` of w[·, k] (16-byte words lane + 32·u), or zeros where !valid.
-template <class T, int W>
+// Weight row `row` of w[·, k] (16-byte words lane + 32·u), or zeros where !valid;
+// kEvictFirst: loaded with L2's evict-first policy (on unless HARK_CUDA_L2_HINTS=0, mma.cuh).
+template <class T, int W, bool kEvictFirst = false>
 __device__ __forceinline__ void fetch_row_words(const T* __restrict__ w, int k, int row, bool valid, int lane,
                                                 uint4 (&out)[W]) {
   const int kw = k / 8;
   const uint4* wr = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(row) * k);
+  [[maybe_unused]] uint64_t policy = 0;
+  if constexpr (kEvictFirst) policy = l2_policy_evict_first();
 #pragma unroll
   for (int u = 0; u < W; ++u) {
     const int idx = lane + u * 32;
-    out[u] = valid && idx < kw ? __ldg(wr + idx) : make_uint4(0, 0, 0, 0);
+    if constexpr (kEvictFirst)
+      out[u] = valid && idx < kw ? load_policy(wr + idx, policy) : make_uint4(0, 0, 0, 0);
+    else
+      out[u] = valid && idx < kw ? __ldg(wr + idx) : make_uint4(0, 0, 0, 0);
   }
 }
 

@@ -13,41 +13,91 @@
 
 namespace hark::cuda::device {
 
-// Scales the tile's scores, masks keys at or past t (checked only on the last, partial
-// tile: every earlier tile is whole), updates the running maximum and sum, turns the
-// scores into exp2(s - max) and rescales the output accumulators o by the change of max.
-template <int kTiles>
-__device__ __forceinline__ void online_softmax_16x64(float (&s)[8][4], float (&m_run)[2], float (&l_run)[2],
-                                                     float (&o)[kTiles][4], float scale_log2, int64_t key0,
-                                                     bool partial, int tig, int64_t t) {
-  float mx[2] = {-INFINITY, -INFINITY};
+// 2^x on the special-function unit, with results below 2^-126 flushed to zero. exp2f
+// compiles (without fast math) to the same unit plus a range test and two predicated
+// multiplies that keep such results as denormals: three more instructions per score, for
+// probabilities that the 16-bit P of P·V cannot hold in f16 and that add nothing to a row
+// sum of at least 1.
+__device__ __forceinline__ float exp2_flush(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The first half of a tile's online softmax, for a tile of 8·kN8 keys (kN8 = 8: 64 keys):
+// scales the scores, masks keys at or past t (kPartial: only the last tile of a row can be
+// partial, and every earlier one is whole), updates the running maximum and sum, turns the
+// scores into exp2(s - max), and gives each row's factor for the output accumulators
+// (corr: 1 where the maximum did not move). The maximum is taken as a tree (the same value
+// as a chain: max is exact), so that its dependent steps are log2(kN8) + 1 deep, not 2·kN8.
+template <int kN8, bool kPartial>
+__device__ __forceinline__ void softmax_tile_16(float (&s)[kN8][4], float (&m_run)[2], float (&l_run)[2],
+                                                float (&corr)[2], float scale_log2, int64_t key0, int tig, int64_t t) {
+  static_assert(kN8 == 8 || kN8 == 16, "tiles of 64 or 128 keys");
+  // Keys of this thread at or past `valid` are masked (kPartial only; a tile is ≤ 128 keys).
+  const int valid = kPartial ? static_cast<int>(t - key0) - tig * 2 : 0;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kN8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const bool valid = !partial || key0 + j * 8 + tig * 2 + (e & 1) < t;
-      s[j][e] = valid ? s[j][e] * scale_log2 : -INFINITY;
-      mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
+      s[j][e] *= scale_log2;
+      if constexpr (kPartial)
+        if (j * 8 + (e & 1) >= valid) s[j][e] = -INFINITY;
     }
   }
-  float corr[2];
+  float mx[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float m[kN8];
+#pragma unroll
+    for (int j = 0; j < kN8; ++j) m[j] = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
+    // Halving steps written out: a loop over the steps left the array in local memory.
+#pragma unroll
+    for (int j = 0; j < kN8 / 2; ++j) m[j] = fmaxf(m[j], m[j + kN8 / 2]);
+#pragma unroll
+    for (int j = 0; j < kN8 / 4; ++j) m[j] = fmaxf(m[j], m[j + kN8 / 4]);
+#pragma unroll
+    for (int j = 0; j < kN8 / 8; ++j) m[j] = fmaxf(m[j], m[j + kN8 / 8]);
+    if constexpr (kN8 == 16) m[0] = fmaxf(m[0], m[1]);
+    mx[r] = m[0];
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
     const float m_new = fmaxf(m_run[r], mx[r]);
-    corr[r] = exp2f(m_run[r] - m_new);
+    corr[r] = exp2_flush(m_run[r] - m_new);
     m_run[r] = m_new;
     l_run[r] *= corr[r];
   }
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kN8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      s[j][e] = exp2f(s[j][e] - m_run[e >> 1]);
+      s[j][e] = exp2_flush(s[j][e] - m_run[e >> 1]);
       l_run[e >> 1] += s[j][e];
     }
   }
+}
+
+// The same with the tile's kind decided at run time: one uniform branch a tile, so that
+// whole tiles run without the mask's compares and selects.
+template <int kN8>
+__device__ __forceinline__ void softmax_tile_16(float (&s)[kN8][4], float (&m_run)[2], float (&l_run)[2],
+                                                float (&corr)[2], float scale_log2, int64_t key0, bool partial,
+                                                int tig, int64_t t) {
+  if (partial)
+    softmax_tile_16<kN8, true>(s, m_run, l_run, corr, scale_log2, key0, tig, t);
+  else
+    softmax_tile_16<kN8, false>(s, m_run, l_run, corr, scale_log2, key0, tig, t);
+}
+
+// The second half: o *= corr per row. Skipped where no row of the warp changed its
+// maximum (every factor exactly 1, so the product would change nothing): after the first
+// tiles of a row that is most tiles, and the multiply is one instruction per score.
+template <int kTiles>
+__device__ __forceinline__ void rescale_output(float (&o)[kTiles][4], const float (&corr)[2]) {
+  if (!__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) return;
 #pragma unroll
   for (int j = 0; j < kTiles; ++j) {
 #pragma unroll
@@ -55,10 +105,20 @@ __device__ __forceinline__ void online_softmax_16x64(float (&s)[8][4], float (&m
   }
 }
 
+// Both halves, for kernels that do not issue a product between them.
+template <int kTiles>
+__device__ __forceinline__ void online_softmax_16x64(float (&s)[8][4], float (&m_run)[2], float (&l_run)[2],
+                                                     float (&o)[kTiles][4], float scale_log2, int64_t key0,
+                                                     bool partial, int tig, int64_t t) {
+  float corr[2];
+  softmax_tile_16<8>(s, m_run, l_run, corr, scale_log2, key0, partial, tig, t);
+  rescale_output(o, corr);
+}
+
 // The probabilities of keys 16·kk .. 16·kk + 15 as the A fragment of P·V's k-step kk: the
 // accumulator layout of S is the A-fragment layout of the next product.
-template <class T>
-__device__ __forceinline__ void p_fragment(const float (&s)[8][4], int kk, unsigned (&pa)[4]) {
+template <class T, int kN8>
+__device__ __forceinline__ void p_fragment(const float (&s)[kN8][4], int kk, unsigned (&pa)[4]) {
   pa[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
   pa[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
   pa[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);

@@ -70,9 +70,10 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 
 // Tells the compiler that the registers may change here: keeps reads of the accumulators
 // after the wait, and their writes before the fence, where the code puts them.
-__device__ __forceinline__ void fence_registers(float (&r)[8][4]) {
+template <int kN8>
+__device__ __forceinline__ void fence_registers(float (&r)[kN8][4]) {
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int j = 0; j < kN8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(r[j][e])::"memory");
 }
@@ -135,6 +136,7 @@ __device__ __forceinline__ void wgmma_64x64x16_ss(float (&d)[8][4], uint64_t des
 }
 
 #undef HARK_WGMMA_64x64x16_SS
+
 #undef HARK_WGMMA_ACCUMULATORS
 #undef HARK_WGMMA_D
 
