@@ -157,8 +157,8 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __res
 }
 
 // The same attention with the two products of a tile overlapped (the default on sm_90 since
-// 2026-12-02; HARK_CUDA_FLASH=wgmma goes back to the kernel above). In the kernel above a warpgroup waits for
-// S = Q·Kᵀ, runs the softmax, then waits for P·V: its tensor cores idle during its
+// 2026-12-02; HARK_CUDA_FLASH=wgmma goes back to the kernel above). In the kernel above a
+// warpgroup waits for S = Q·Kᵀ, runs the softmax, then waits for P·V: its tensor cores idle during its
 // softmax, which at head dim 64 costs about as many cycles as both products. Here tile j
 // issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} together, runs the softmax of S_j while the
 // second product still runs, and waits for it only before rescaling O. Every output sees
