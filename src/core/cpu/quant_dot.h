@@ -46,20 +46,23 @@ void dot_rows_avx2(DType dtype, const ActivationBlocks& x, const uint8_t* w, siz
 void dot_rows_avx512(DType dtype, const ActivationBlocks& x, const uint8_t* w, size_t row_bytes, int64_t begin,
                      int64_t end, const float* bias, float* y, int64_t ldy);
 
-// Products of many rows with q8_0 weights on AVX-512 VNNI (quant_gemm_avx512.cc): x's rows
-// quantized as quantize_activations does, stored as unsigned codes q + 128 (u[rows][k]) with
-// their scales (d[rows][k / 32]); the weights packed in panels of panel_columns() columns
-// (packed_panel_bytes(k) each); tiles of tile_rows() rows, so u and d must hold `rows`
-// rounded up to whole tiles (zeros past the end).
-void quantize_rows_unsigned(const float* x, int64_t rows, int64_t k, uint8_t* u, float* d);
+// Products of many rows on AVX-512 VNNI (quant_gemm_avx512.cc), for the formats whose every
+// 32 values share one scale and offset (vnni_tiles_take): x's rows quantized as
+// quantize_activations does, stored as unsigned codes q + 128 (u[rows][k]) with their scales
+// (d[rows][k / 32]) and, for formats with offsets, d · Σq per block (sx, else may be null);
+// the weights packed in panels of panel_columns() columns (packed_panel_bytes(k) each);
+// tiles of tile_rows() rows, so u, d and sx must hold `rows` rounded up to whole tiles
+// (zeros past the end).
+bool vnni_tiles_take(DType dtype);
+void quantize_rows_unsigned(const float* x, int64_t rows, int64_t k, uint8_t* u, float* d, float* sx);
 int64_t packed_panel_bytes(int64_t k);
 int64_t panel_columns();
 int64_t tile_rows();
-void pack_panel_q8_0(const uint8_t* w, size_t row_bytes, int64_t n, int64_t k, int64_t c0, uint8_t* out);
-// y[r][c0 + j] = Σ_blocks d_x d_w Σ q_x q_w (+ bias[c0 + j]) for rows r < rows and the
-// panel's columns below n; y rows `ldy` apart.
-void tiles_q8_0_avx512(const uint8_t* u, const float* du, int64_t rows, int64_t k, const uint8_t* panel, int64_t c0,
-                       int64_t n, const float* bias, float* y, int64_t ldy);
+void pack_panel_vnni(DType dtype, const uint8_t* w, size_t row_bytes, int64_t n, int64_t k, int64_t c0, uint8_t* out);
+// y[r][c0 + j] = Σ_blocks d_x (s_w Σ q_x c_w + o_w Σ q_x) (+ bias[c0 + j]) for rows r <
+// rows and the panel's columns below n; y rows `ldy` apart.
+void tiles_vnni(DType dtype, const uint8_t* u, const float* du, const float* sx, int64_t rows, int64_t k,
+                const uint8_t* panel, int64_t c0, int64_t n, const float* bias, float* y, int64_t ldy);
 
 // What one chunk of 32 weights holds, whatever the format: value i = scale · code[i] +
 // offset, with the scale and offset of values 0-15 (index 0) and 16-31 (index 1)

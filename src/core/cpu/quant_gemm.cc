@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cpu/gemm.h"
+#include "core/cpu/quant_chunk.h"
 #include "core/cpu/quant_dot.h"
 #include "core/quant_format.h"
 
@@ -86,52 +87,59 @@ void integer_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, co
   }
 }
 
-// Larger products with q8_0 weights on AVX-512 VNNI (quant_gemm_avx512.cc): x quantized
-// per block of 32 as for the integer kernels above, the weights packed in panels of 32
-// columns, then tasks of 64 rows × one panel.
-void vnni_q8_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
-                      float* y, int64_t ldy) {
+// Larger products on AVX-512 VNNI (quant_gemm_avx512.cc) for the formats it takes: x
+// quantized per block of 32 as for the integer kernels above, the weights packed in panels
+// of 32 columns, then tasks of 64 rows × one panel.
+void vnni_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, const Tensor& w, const float* bias,
+                   float* y, int64_t ldy) {
   thread_local std::vector<uint8_t> u, packed;
-  thread_local std::vector<float> du;
+  thread_local std::vector<float> du, sums;
+  const DType dtype = w.dtype();
+  const bool offsets = quant::format_has_offsets(dtype);
   const int64_t n = w.dim(0), blocks = k / quant::kBlock, cols = quant::panel_columns();
   const int64_t padded = (m + quant::tile_rows() - 1) / quant::tile_rows() * quant::tile_rows();
-  const size_t row_bytes = dtype_nbytes(w.dtype(), k);
+  const size_t row_bytes = dtype_nbytes(dtype, k);
   const auto* weights = static_cast<const uint8_t*>(w.raw());
   u.resize(padded * k);
   du.resize(padded * blocks);
+  sums.resize(offsets ? padded * blocks : 0);
   std::fill(u.begin() + m * k, u.end(), uint8_t{128});  // code 0, scale 0: the padded rows add nothing
   std::fill(du.begin() + m * blocks, du.end(), 0.0f);
+  if (offsets) std::fill(sums.begin() + m * blocks, sums.end(), 0.0f);
   // Pointers, not the thread-local vectors: the pool's threads would name their own.
   uint8_t* const codes = u.data();
   float* const scales = du.data();
+  float* const block_sums = offsets ? sums.data() : nullptr;
   pool.parallel_for(m, [&](int64_t begin, int64_t end) {
-    quant::quantize_rows_unsigned(x + begin * k, end - begin, k, codes + begin * k, scales + begin * blocks);
+    quant::quantize_rows_unsigned(x + begin * k, end - begin, k, codes + begin * k, scales + begin * blocks,
+                                  block_sums ? block_sums + begin * blocks : nullptr);
   }, 16);
   const int64_t panels = (n + cols - 1) / cols, panel_bytes = quant::packed_panel_bytes(k);
   packed.resize(panels * panel_bytes);
   uint8_t* const panel_data = packed.data();
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p)
-      quant::pack_panel_q8_0(weights, row_bytes, n, k, p * cols, panel_data + p * panel_bytes);
+      quant::pack_panel_vnni(dtype, weights, row_bytes, n, k, p * cols, panel_data + p * panel_bytes);
   });
   constexpr int64_t kRowBlock = 64;  // a multiple of the tile's rows
   const int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
   pool.parallel_for(row_blocks * panels, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t r0 = t / panels * kRowBlock, p = t % panels;
-      quant::tiles_q8_0_avx512(codes + r0 * k, scales + r0 * blocks, std::min(kRowBlock, m - r0), k,
-                               panel_data + p * panel_bytes, p * cols, n, bias, y + r0 * ldy, ldy);
+      quant::tiles_vnni(dtype, codes + r0 * k, scales + r0 * blocks, block_sums ? block_sums + r0 * blocks : nullptr,
+                        std::min(kRowBlock, m - r0), k, panel_data + p * panel_bytes, p * cols, n, bias, y + r0 * ldy,
+                        ldy);
     }
   });
 }
 
-// Whether vnni_q8_products takes a product (HARK_CPU_Q8_GEMM=panel: the panel path below).
-bool vnni_q8_applies(const Tensor& w) {
+// Whether vnni_products takes a product (HARK_CPU_Q8_GEMM=panel: the panel path below).
+bool vnni_applies(const Tensor& w) {
   static const bool enabled = [] {
     const char* env = std::getenv("HARK_CPU_Q8_GEMM");
     return !(env && std::string(env) == "panel");
   }();
-  return enabled && w.dtype() == DType::Q8_0 && std::string(current_isa().name) == "avx512-vnni";
+  return enabled && quant::vnni_tiles_take(w.dtype()) && std::string(current_isa().name) == "avx512-vnni";
 }
 
 // Larger products: each task widens a panel of weight rows to fp32 in its own buffer and
@@ -169,8 +177,8 @@ void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const 
     throw Error(ErrorCode::Internal, "[cpu] quantized product of " + std::to_string(k) + " values with " + w.describe());
   if (m <= 2 * kQuantGemvMaxRows)
     integer_products(pool, x, m, k, w, bias, y, ldy);
-  else if (vnni_q8_applies(w))
-    vnni_q8_products(pool, x, m, k, w, bias, y, ldy);
+  else if (vnni_applies(w))
+    vnni_products(pool, x, m, k, w, bias, y, ldy);
   else
     panel_products(pool, x, m, k, w, bias, y, ldy);
 }

@@ -3,11 +3,11 @@
 // of 32 to int8 and multiplied with integer dot products straight from the weight blocks
 // (AVX-512 VNNI or AVX2, chosen at run time; a portable loop otherwise): at batch 1 the
 // step is bound by weight reads, and q8_0 blocks are half the bytes of f16. Larger
-// products (the encoder) with q8_0 weights on AVX-512 VNNI quantize x the same way and run
-// a register-tiled int8 product (quant_gemm_avx512.cc); with other formats or CPUs they
-// widen one panel of weight rows at a time to fp32 in a per-thread buffer and run sgemm on
-// it (HARK_CPU_Q8_GEMM=panel: that path for q8_0 too), so no fp32 copy of a weight is ever
-// kept.
+// products (the encoder) on AVX-512 VNNI quantize x the same way and run a register-tiled
+// int8 product (quant_gemm_avx512.cc) for the formats whose 32 values share one scale and
+// offset; with q2_K, q3_K, q6_K or other CPUs they widen one panel of weight rows at a time
+// to fp32 in a per-thread buffer and run sgemm on it (HARK_CPU_Q8_GEMM=panel: that path
+// for every format), so no fp32 copy of a weight is ever kept.
 #pragma once
 
 #include <cstdint>

@@ -84,8 +84,9 @@ TEST_P(QuantGemm, EveryFormatAndRowCountMatchesTheDequantizedProduct) {
           std::copy_n(strided.data() + r * ldy, p.n, y.data() + r * p.n);
           for (int64_t j = p.n; j < ldy; ++j) ASSERT_EQ(strided[r * ldy + j], -7.0f) << "wrote past a row";
         }
-        // Many rows of q8_0 on VNNI quantize x as the few-row integer path does.
-        const bool integer = m <= 2 * kQuantGemvMaxRows || (f.dtype == DType::Q8_0 && std::string(GetParam()) == "avx512-vnni");
+        // Many rows on VNNI quantize x as the few-row integer path does (the formats it takes).
+        const bool integer =
+            m <= 2 * kQuantGemvMaxRows || (quant::vnni_tiles_take(f.dtype) && std::string(GetParam()) == "avx512-vnni");
         expect_close(p, y, integer, std::string(f.name) + " m=" + std::to_string(m) + " k=" + std::to_string(k));
       }
     }
@@ -107,27 +108,35 @@ TEST_P(QuantGemm, AgreesWithThePortablePath) {
   }
 }
 
-// Many rows of q8_0 on AVX-512 VNNI (the encoder's products, quant_gemm_avx512.cc): each
-// row as the few-row integer path computes it alone (the same quantized x, the same
-// integer sums; only the fp32 accumulation's order differs), for row counts that end
+// Many rows on AVX-512 VNNI (the encoder's products, quant_gemm_avx512.cc), every format it
+// takes: each row as the few-row integer path computes it alone (the same quantized x, the
+// same integer sums; only the fp32 accumulation's order differs), for row counts that end
 // mid-tile and mid-block of rows, columns that end mid-panel, and strided output.
-TEST_P(QuantGemm, ManyRowsOfQ8EqualEachRowAlone) {
-  if (std::string(GetParam()) != "avx512-vnni") GTEST_SKIP() << "the many-row q8_0 kernel is AVX-512 VNNI's";
+TEST_P(QuantGemm, ManyRowsEqualEachRowAlone) {
+  if (std::string(GetParam()) != "avx512-vnni") GTEST_SKIP() << "the many-row integer kernel is AVX-512 VNNI's";
   ThreadPool pool(2);
-  for (int64_t m : {17, 37, 64, 131}) {
-    for (int64_t n : {32, 70}) {
-      const Problem p = make_problem(DType::Q8_0, m, n, 224, static_cast<unsigned>(m + n));
-      const int64_t ldy = n + 5;
-      std::vector<float> many(m * ldy, -7.0f), alone(n);
-      quant_linear(pool, p.x.data(), m, p.k, p.w, p.bias.data(), many.data(), ldy);
-      for (int64_t r = 0; r < m; ++r) {
-        quant_linear(pool, p.x.data() + r * p.k, 1, p.k, p.w, p.bias.data(), alone.data(), n);
-        for (int64_t j = 0; j < n; ++j)
-          ASSERT_NEAR(many[r * ldy + j], alone[j], 1e-4f * (1 + std::fabs(alone[j]))) << "m " << m << " row " << r << " col " << j;
-        for (int64_t j = n; j < ldy; ++j) ASSERT_EQ(many[r * ldy + j], -7.0f) << "wrote past a row";
+  int formats = 0;
+  for (const quant::BlockInfo& f : quant::formats()) {
+    if (!quant::vnni_tiles_take(f.dtype)) continue;
+    ++formats;
+    const int64_t k = f.elems == 32 ? 224 : 512;
+    for (int64_t m : {17, 37, 64, 131}) {
+      for (int64_t n : {32, 70}) {
+        const Problem p = make_problem(f.dtype, m, n, k, static_cast<unsigned>(m + n + f.ggml_type));
+        const int64_t ldy = n + 5;
+        std::vector<float> many(m * ldy, -7.0f), alone(n);
+        quant_linear(pool, p.x.data(), m, p.k, p.w, p.bias.data(), many.data(), ldy);
+        for (int64_t r = 0; r < m; ++r) {
+          quant_linear(pool, p.x.data() + r * p.k, 1, p.k, p.w, p.bias.data(), alone.data(), n);
+          for (int64_t j = 0; j < n; ++j)
+            ASSERT_NEAR(many[r * ldy + j], alone[j], 1e-4f * (1 + std::fabs(alone[j])))
+                << f.name << " m " << m << " row " << r << " col " << j;
+          for (int64_t j = n; j < ldy; ++j) ASSERT_EQ(many[r * ldy + j], -7.0f) << "wrote past a row";
+        }
       }
     }
   }
+  EXPECT_EQ(formats, 7) << "q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K";
 }
 
 // The encoder's panels widen weight rows with SIMD code: it must give the definition's
