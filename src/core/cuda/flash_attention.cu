@@ -50,18 +50,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __
   __shared__ __align__(128) T qs[kRows * HD];
   __shared__ __align__(128) T ks[2][kKeys * HD];
   __shared__ __align__(128) T vs[2][kKeys * HD];
-  const int head = blockIdx.y;
-  const int64_t ld = 3 * d;
-  const T* base = qkv + blockIdx.z * t * ld + head * HD;
-  const T* k_src = base + d;
-  const T* v_src = base + 2 * d;
+  const QkvHead<T> head = block_qkv_head<HD>(qkv, t, d);
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tig = lane & 3;
 
-  load_tile<HD, kRows, kThreads>(qs, base, ld, q0, t);
-  load_tile<HD, kKeys, kThreads>(ks[0], k_src, ld, 0, t);
-  load_tile<HD, kKeys, kThreads>(vs[0], v_src, ld, 0, t);
+  load_tile<HD, kRows, kThreads>(qs, head.q, head.ld, q0, t);
+  load_tile<HD, kKeys, kThreads>(ks[0], head.k, head.ld, 0, t);
+  load_tile<HD, kKeys, kThreads>(vs[0], head.v, head.ld, 0, t);
   cp_async_commit();
 
   unsigned qa[M][kSteps][4];
@@ -74,8 +70,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile & 1;
     if (tile + 1 < tiles) {
-      load_tile<HD, kKeys, kThreads>(ks[stage ^ 1], k_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
-      load_tile<HD, kKeys, kThreads>(vs[stage ^ 1], v_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+      load_tile<HD, kKeys, kThreads>(ks[stage ^ 1], head.k, head.ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+      load_tile<HD, kKeys, kThreads>(vs[stage ^ 1], head.v, head.ld, static_cast<int64_t>(tile + 1) * kKeys, t);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -131,20 +127,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flash_kernel(const T* __
     }
     __syncthreads();
   }
-  T* dst = out + blockIdx.z * t * d + head * HD;
+  T* dst = out + blockIdx.z * t * d + blockIdx.y * HD;
 #pragma unroll
-  for (int m = 0; m < M; ++m) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float inv = softmax_inverse_sum(l_run[m], r);
-      const int64_t row = q0 + warp * 16 * M + m * 16 + g + r * 8;
-      if (row >= t) continue;
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j)
-        *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) =
-            pack2<T>(o[m][j][2 * r] * inv, o[m][j][2 * r + 1] * inv);
-    }
-  }
+  for (int m = 0; m < M; ++m) store_rows_16<T>(dst, d, o[m], l_run[m], q0 + warp * 16 * M + m * 16, g, tig, t);
 }
 
 }  // namespace
@@ -157,21 +142,18 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
   // two products overlapped, where it applies (head dim 64, compute capability 9.0, a
   // module with sm_90a code), else the 128-row mma.sync kernel; "wgmma-pipe" that kernel
   // or an error where it does not apply; "wgmma" the warpgroup kernel without the overlap
-  // (the default 2026-12-02, 00:00-04:30 UTC), "wgmma-qs" that with Q read by wgmma from
-  // shared memory; "wide" the 128-row mma.sync kernel; "narrow" the 64-row one. All are
-  // bit-identical on every test case. Measured on an H200 (large-v3-turbo f16, runs
-  // alternating, docs/benchmarks.md): mma.sync → wgmma 5.05 → 4.78-4.90 ms a window at
-  // encoder batch 32; wgmma → wgmma-pipe 4.81 → 4.76 at batch 32 and 5.16 → 5.10 ms at
-  // batch 1 (means of six alternating pairs).
+  // (the default 2026-12-02, 00:00-04:30 UTC); "wide" the 128-row mma.sync kernel;
+  // "narrow" the 64-row one. All are bit-identical on every test case. Measured on an H200
+  // (large-v3-turbo f16, runs alternating, docs/benchmarks.md): mma.sync → wgmma 5.05 →
+  // 4.78-4.90 ms a window at encoder batch 32; wgmma → wgmma-pipe 4.81 → 4.76 at batch 32
+  // and 5.16 → 5.10 ms at batch 1 (means of six alternating pairs).
   const char* env = std::getenv("HARK_CUDA_FLASH");
   const auto is = [env](const char* name) { return env && std::strcmp(env, name) == 0; };
-  const bool forced = is("wgmma") || is("wgmma-qs") || is("wgmma-pipe");
+  const bool forced = is("wgmma") || is("wgmma-pipe");
   if (forced || !env) {
     if (flash_attention_wgmma_applies(head_dim)) {
       flash_attention_wgmma(dt, qkv, out, batch, t, n_heads, stream,
-                            is("wgmma")      ? WgmmaFlash::kQInRegisters
-                            : is("wgmma-qs") ? WgmmaFlash::kQShared
-                                             : WgmmaFlash::kPipelined);
+                            is("wgmma") ? WgmmaFlash::kSerial : WgmmaFlash::kPipelined);
       return;
     }
     if (forced)

@@ -47,37 +47,45 @@ constexpr int kTileBytes = kKeys * kHd * 2;  // one K or V stage: 8 KB
 // Q 16 KB + K and V 2 × 8 KB each, and room to start the tiles on a 1024-byte boundary.
 constexpr int kSmemBytes = kRows * kHd * 2 + 4 * kTileBytes + 1024;
 
-// kQShared: S = Q·Kᵀ with Q read by wgmma straight from shared memory (both operands
-// described, "SS") instead of from registers that ldmatrix fills at every tile
-// (HARK_CUDA_FLASH=wgmma-qs: bit-identical, and as fast within the spread between runs).
-template <class T, bool kQShared = false>
+// What both kernels below share: the shared-memory tiles (Q, then two stages of K and of
+// V, each starting on a 1024-byte boundary as the swizzle needs: it is applied to address
+// bits), this block's head and first query row, and the thread's place in the accumulator
+// layout. Stage s of K is at ks + s·kTile, of V at vs + s·kTile (no array of pointers: a
+// run-time index into one would put it on the stack).
+constexpr int kTile = kKeys * kHd;
+template <class T>
+struct BlockTiles {
+  T* qs;
+  T* ks;
+  T* vs;
+  QkvHead<T> head;
+  int64_t q0;
+  int warp, lane, g, tig;
+  // This warp's 16 rows within the block: warpgroup warp / 4 owns rows 64·(warp / 4) ..,
+  // its warp w % 4 the 16 from 16·(w % 4), as the wgmma accumulator layout has them.
+  int row_in_block;
+};
+template <class T>
+__device__ __forceinline__ BlockTiles<T> block_tiles(unsigned char* smem_raw, const T* qkv, int64_t t, int64_t d) {
+  T* qs = reinterpret_cast<T*>(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  return {qs,       qs + kRows * kHd, qs + kRows * kHd + 2 * kTile, block_qkv_head<kHd>(qkv, t, d),
+          static_cast<int64_t>(blockIdx.x) * kRows, warp, lane, lane >> 2, lane & 3, warp * 16};
+}
+
+// HARK_CUDA_FLASH=wgmma (the default until its overlapped form below replaced it): a
+// warpgroup waits for S = Q·Kᵀ, runs the softmax, then waits for P·V.
+template <class T>
 __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __restrict__ qkv, T* __restrict__ out,
                                                                  int64_t t, int64_t d, float scale_log2) {
 #ifdef HARK_WGMMA
   pdl_enter();
   extern __shared__ unsigned char smem_raw[];
-  // The swizzle is applied to address bits: every tile starts on a 1024-byte boundary.
-  T* qs = reinterpret_cast<T*>(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
-  // Stage s of K at ks + s·kTile, of V at vs + s·kTile (no array of pointers: a run-time
-  // index into one would put it on the stack).
-  constexpr int kTile = kKeys * kHd;
-  T* ks = qs + kRows * kHd;
-  T* vs = ks + 2 * kTile;
-  const int head = blockIdx.y;
-  const int64_t ld = 3 * d;
-  const T* base = qkv + blockIdx.z * t * ld + head * kHd;
-  const T* k_src = base + d;
-  const T* v_src = base + 2 * d;
-  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, tig = lane & 3;
-  // This warp's 16 rows within the block: warpgroup warp / 4 owns rows 64·(warp / 4) ..,
-  // its warp w % 4 the 16 from 16·(w % 4), as the wgmma accumulator layout has them.
-  const int row_in_block = warp * 16;
-
-  load_tile<kHd, kRows, kThreads>(qs, base, ld, q0, t);
-  load_tile<kHd, kKeys, kThreads>(ks, k_src, ld, 0, t);
-  load_tile<kHd, kKeys, kThreads>(vs, v_src, ld, 0, t);
+  const BlockTiles<T> b = block_tiles(smem_raw, qkv, t, d);
+  const QkvHead<T>& h = b.head;
+  load_tile<kHd, kRows, kThreads>(b.qs, h.q, h.ld, b.q0, t);
+  load_tile<kHd, kKeys, kThreads>(b.ks, h.k, h.ld, 0, t);
+  load_tile<kHd, kKeys, kThreads>(b.vs, h.v, h.ld, 0, t);
   cp_async_commit();
 
   unsigned qa[kHd / 16][4];
@@ -87,8 +95,9 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __res
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile & 1;
     if (tile + 1 < tiles) {
-      load_tile<kHd, kKeys, kThreads>(ks + (stage ^ 1) * kTile, k_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
-      load_tile<kHd, kKeys, kThreads>(vs + (stage ^ 1) * kTile, v_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+      const int64_t next = static_cast<int64_t>(tile + 1) * kKeys;
+      load_tile<kHd, kKeys, kThreads>(b.ks + (stage ^ 1) * kTile, h.k, h.ld, next, t);
+      load_tile<kHd, kKeys, kThreads>(b.vs + (stage ^ 1) * kTile, h.v, h.ld, next, t);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -102,29 +111,23 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __res
     // and reading them at every tile made every case bit-identical (the registers that
     // wgmma reads asynchronously are not kept across the loop; the cause in the generated
     // code was not established). 2 KB of shared memory a warp per tile, beside 16 KB of K/V.
-    if constexpr (!kQShared) {
 #pragma unroll
-      for (int kk = 0; kk < kHd / 16; ++kk)
-        ldmatrix_x4(qa[kk], qs + swz<kHd>(row_in_block + (lane & 7) + ((lane >> 3) & 1) * 8, kk * 16 + (lane >> 4) * 8));
-    }
+    for (int kk = 0; kk < kHd / 16; ++kk)
+      ldmatrix_x4(qa[kk],
+                  b.qs + swz<kHd>(b.row_in_block + (b.lane & 7) + ((b.lane >> 3) & 1) * 8, kk * 16 + (b.lane >> 4) * 8));
     // S = Q Kᵀ: K's rows are the keys (B is K-major); each k-step of 16 head dims is 32
     // bytes further along the rows.
     float s[8][4];
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kHd / 16; ++kk) {
-      const uint64_t k_desc = wgmma_desc_sw128(ks + stage * kTile + kk * 16, 16, 1024);
-      if constexpr (kQShared)  // this warpgroup's 64 rows of Q: 8 KB on, a K-major A like K's tile
-        wgmma_64x64x16_ss<T>(s, wgmma_desc_sw128(qs + (warp / 4) * 64 * kHd + kk * 16, 16, 1024), k_desc, kk > 0);
-      else
-        wgmma_64x64x16<T, false>(s, qa[kk], k_desc, kk > 0);
-    }
+    for (int kk = 0; kk < kHd / 16; ++kk)
+      wgmma_64x64x16<T, false>(s, qa[kk], wgmma_desc_sw128(b.ks + stage * kTile + kk * 16, 16, 1024), kk > 0);
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(s);
 
     const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
-    online_softmax_16x64(s, m_run, l_run, o, scale_log2, key0, key0 + kKeys > t, tig, t);
+    online_softmax_16x64(s, m_run, l_run, o, scale_log2, key0, key0 + kKeys > t, b.tig, t);
 
     // O += P V: P's accumulators are the A fragments; V's rows are keys (B is MN-major),
     // each k-step of 16 keys 16 rows (2 KB) further on.
@@ -135,38 +138,29 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_kernel(const T* __res
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
-      wgmma_64x64x16<T, true>(o, pa[kk], wgmma_desc_sw128(vs + stage * kTile + kk * 16 * kHd, 1024, 1024), true);
+      wgmma_64x64x16<T, true>(o, pa[kk], wgmma_desc_sw128(b.vs + stage * kTile + kk * 16 * kHd, 1024, 1024), true);
     wgmma_commit();
     wgmma_wait<0>();
     fence_registers(o);
     __syncthreads();  // every warpgroup is done with this stage before it is refilled
   }
-  T* dst = out + blockIdx.z * t * d + head * kHd;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float inv = softmax_inverse_sum(l_run, r);
-    const int64_t row = q0 + row_in_block + g + r * 8;
-    if (row >= t) continue;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) = pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-  }
+  store_rows_16<T>(out + blockIdx.z * t * d + blockIdx.y * kHd, d, o, l_run, b.q0 + b.row_in_block, b.g, b.tig, t);
 #else
   __trap();  // launched only where the module holds sm_90a code (flash_attention_wgmma below)
 #endif
 }
 
-// The same attention with the two products of a tile overlapped (the default on sm_90 since
-// 2026-12-02; HARK_CUDA_FLASH=wgmma goes back to the kernel above). In the kernel above a
-// warpgroup waits for S = Q·Kᵀ, runs the softmax, then waits for P·V: its tensor cores idle during its
-// softmax, which at head dim 64 costs about as many cycles as both products. Here tile j
-// issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} together, runs the softmax of S_j while the
-// second product still runs, and waits for it only before rescaling O. Every output sees
-// the same operations in the same order as above (O ← O·corr_j + P_j·V_j), so the
-// results are the same bit for bit. Q is read by wgmma from shared memory (no A registers
-// to keep while P's are live). K_j and V_{j-1} are read in tile j, so V runs a tile behind
-// K in the two-stage ring, and one block barrier per tile both publishes the tile's loads
-// and frees the stages that the next loads fill.
+// The same attention with the two products of a tile overlapped: the default on sm_90
+// since 2026-12-02. In the kernel above a warpgroup waits for S = Q·Kᵀ, runs the softmax,
+// then waits for P·V: its tensor cores idle during its softmax, which at head dim 64 costs
+// about as many cycles as both products. Here tile j issues S_j = Q·K_jᵀ and
+// O += P_{j-1}·V_{j-1} together, runs the softmax of S_j while the second product still
+// runs, and waits for it only before rescaling O. Every output sees the same operations in
+// the same order as above (O ← O·corr_j + P_j·V_j), so the results are the same bit for
+// bit. Q is read by wgmma from shared memory (no A registers to keep while P's are live).
+// K_j and V_{j-1} are read in tile j, so V runs a tile behind K in the two-stage ring, and
+// one block barrier per tile both publishes the tile's loads and frees the stages that the
+// next loads fill.
 template <class T>
 __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_pipelined_kernel(const T* __restrict__ qkv,
                                                                            T* __restrict__ out, int64_t t, int64_t d,
@@ -174,23 +168,11 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_pipelined_kernel(cons
 #ifdef HARK_WGMMA
   pdl_enter();
   extern __shared__ unsigned char smem_raw[];
-  T* qs = reinterpret_cast<T*>(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
-  constexpr int kTile = kKeys * kHd;
-  T* ks = qs + kRows * kHd;
-  T* vs = ks + 2 * kTile;
-  const int head = blockIdx.y;
-  const int64_t ld = 3 * d;
-  const T* base = qkv + blockIdx.z * t * ld + head * kHd;
-  const T* k_src = base + d;
-  const T* v_src = base + 2 * d;
-  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, tig = lane & 3;
-  const int row_in_block = warp * 16;
-  const T* q_warpgroup = qs + (warp / 4) * 64 * kHd;
-
-  load_tile<kHd, kRows, kThreads>(qs, base, ld, q0, t);
-  load_tile<kHd, kKeys, kThreads>(ks, k_src, ld, 0, t);
+  const BlockTiles<T> b = block_tiles(smem_raw, qkv, t, d);
+  const QkvHead<T>& h = b.head;
+  const T* q_warpgroup = b.qs + (b.warp / 4) * 64 * kHd;  // this warpgroup's 64 rows, a K-major A
+  load_tile<kHd, kRows, kThreads>(b.qs, h.q, h.ld, b.q0, t);
+  load_tile<kHd, kKeys, kThreads>(b.ks, h.k, h.ld, 0, t);
   cp_async_commit();
 
   float o[8][4] = {};
@@ -205,8 +187,8 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_pipelined_kernel(cons
     fence_proxy_async_shared();
     __syncthreads();
     if (tile + 1 < tiles)
-      load_tile<kHd, kKeys, kThreads>(ks + (stage ^ 1) * kTile, k_src, ld, static_cast<int64_t>(tile + 1) * kKeys, t);
-    load_tile<kHd, kKeys, kThreads>(vs + stage * kTile, v_src, ld, static_cast<int64_t>(tile) * kKeys, t);
+      load_tile<kHd, kKeys, kThreads>(b.ks + (stage ^ 1) * kTile, h.k, h.ld, static_cast<int64_t>(tile + 1) * kKeys, t);
+    load_tile<kHd, kKeys, kThreads>(b.vs + stage * kTile, h.v, h.ld, static_cast<int64_t>(tile) * kKeys, t);
     cp_async_commit();
 
     float s[8][4];
@@ -214,10 +196,10 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_pipelined_kernel(cons
 #pragma unroll
     for (int kk = 0; kk < kHd / 16; ++kk)
       wgmma_64x64x16_ss<T>(s, wgmma_desc_sw128(q_warpgroup + kk * 16, 16, 1024),
-                           wgmma_desc_sw128(ks + stage * kTile + kk * 16, 16, 1024), kk > 0);
+                           wgmma_desc_sw128(b.ks + stage * kTile + kk * 16, 16, 1024), kk > 0);
     wgmma_commit();
     if (tile > 0) {
-      const T* v_prev = vs + (stage ^ 1) * kTile;
+      const T* v_prev = b.vs + (stage ^ 1) * kTile;
       wgmma_fence();  // ptxas would add it (C7519): the branch hides the fence above from it
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
@@ -230,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_pipelined_kernel(cons
     fence_registers(s);
     const int64_t key0 = static_cast<int64_t>(tile) * kKeys;
     float corr[2];
-    softmax_tile_16<8>(s, m_run, l_run, corr, scale_log2, key0, key0 + kKeys > t, tig, t);
+    softmax_tile_16x64(s, m_run, l_run, corr, scale_log2, key0, key0 + kKeys > t, b.tig, t);
     wgmma_wait<0>();
     fence_registers(o);
     rescale_output(o, corr);
@@ -241,27 +223,16 @@ __global__ void __launch_bounds__(kThreads, 2) flash_wgmma_pipelined_kernel(cons
   cp_async_wait<0>();
   fence_proxy_async_shared();
   __syncthreads();
-  {
-    const T* v_last = vs + ((tiles - 1) & 1) * kTile;
-    fence_registers(o);
-    wgmma_fence();
+  const T* v_last = b.vs + ((tiles - 1) & 1) * kTile;
+  fence_registers(o);
+  wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      wgmma_64x64x16<T, true>(o, pa[kk], wgmma_desc_sw128(v_last + kk * 16 * kHd, 1024, 1024), true);
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_registers(o);
-  }
-  T* dst = out + blockIdx.z * t * d + head * kHd;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float inv = softmax_inverse_sum(l_run, r);
-    const int64_t row = q0 + row_in_block + g + r * 8;
-    if (row >= t) continue;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) = pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-  }
+  for (int kk = 0; kk < 4; ++kk)
+    wgmma_64x64x16<T, true>(o, pa[kk], wgmma_desc_sw128(v_last + kk * 16 * kHd, 1024, 1024), true);
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_registers(o);
+  store_rows_16<T>(out + blockIdx.z * t * d + blockIdx.y * kHd, d, o, l_run, b.q0 + b.row_in_block, b.g, b.tig, t);
 #else
   __trap();
 #endif
@@ -319,11 +290,8 @@ void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int6
     const T* in = static_cast<const T*>(qkv);
     T* o = static_cast<T*>(out);
     switch (variant) {
-      case WgmmaFlash::kQInRegisters:
-        launch_flash<flash_wgmma_kernel<T, false>>(grid, stream, in, o, t, d, scale_log2);
-        break;
-      case WgmmaFlash::kQShared:
-        launch_flash<flash_wgmma_kernel<T, true>>(grid, stream, in, o, t, d, scale_log2);
+      case WgmmaFlash::kSerial:
+        launch_flash<flash_wgmma_kernel<T>>(grid, stream, in, o, t, d, scale_log2);
         break;
       case WgmmaFlash::kPipelined:
         launch_flash<flash_wgmma_pipelined_kernel<T>>(grid, stream, in, o, t, d, scale_log2);

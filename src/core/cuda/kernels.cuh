@@ -88,10 +88,9 @@ void flash_attention(DType dt, const void* qkv, void* out, int batch, int64_t t,
                      cudaStream_t stream);
 // flash_attention_wgmma.cu: the same on Hopper's warpgroup MMA, head dim 64, where the
 // current GPU is compute capability 9.0 and the module holds sm_90a code (HARK_CUDA_SM90A).
-// The variants (HARK_CUDA_FLASH, docs/gpu.md): Q's fragments in registers ("wgmma"), Q as
-// a shared-memory operand of S = Q·Kᵀ ("wgmma-qs"), and that with a tile's two products
-// overlapped ("wgmma-pipe", the default on sm_90).
-enum class WgmmaFlash { kQInRegisters, kQShared, kPipelined };
+// The variants (HARK_CUDA_FLASH, docs/gpu.md): a tile's two products overlapped
+// ("wgmma-pipe", the default on sm_90) or one after the other ("wgmma").
+enum class WgmmaFlash { kSerial, kPipelined };
 bool flash_attention_wgmma_applies(int head_dim);
 void flash_attention_wgmma(DType dt, const void* qkv, void* out, int batch, int64_t t, int n_heads,
                            cudaStream_t stream, WgmmaFlash variant = WgmmaFlash::kPipelined);

@@ -139,6 +139,41 @@ TEST_P(QuantGemm, ManyRowsEqualEachRowAlone) {
   EXPECT_EQ(formats, 7) << "q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K";
 }
 
+// The VNNI kernel's own quantizer (vectorised, unsigned codes) against the integer
+// kernels' quantize_activations: the same codes (+ 128), scales and block sums, bit for bit
+// — zeros, one value, ties of the rounding (values at exact halves of a code), outliers.
+TEST(QuantGemm, VnniQuantizerEqualsTheActivationQuantizer) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw"))
+    GTEST_SKIP() << "no AVX-512 VNNI here";
+  const int64_t rows = 5, k = 256, blocks = k / 32;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = normal(rng);
+  std::fill_n(x.begin(), 32, 0.0f);                            // an all-zero block
+  x[40] = 3.0f;                                                // a block of one value
+  for (int i = 41; i < 64; ++i) x[i] = 0.0f;
+  // A block whose scale is exactly 1 (its largest |x| 127), the rest at halves: ties.
+  x[k] = 127.0f;
+  for (int i = 1; i < 32; ++i) x[k + i] = static_cast<float>(i - 16) + 0.5f;
+  x[2 * k + 7] = 1e4f;                                         // an outlier
+  std::vector<int8_t> q(rows * k);
+  std::vector<float> d(rows * blocks), half_sums(2 * rows * blocks);
+  std::vector<int32_t> lanes(8 * rows * blocks);
+  quant::quantize_activations(x.data(), rows, k, q.data(), d.data(), half_sums.data(), lanes.data());
+  std::vector<uint8_t> u(rows * k);
+  std::vector<float> du(rows * blocks), sx(rows * blocks);
+  quant::quantize_rows_unsigned(x.data(), rows, k, u.data(), du.data(), sx.data());
+  for (int64_t i = 0; i < rows * k; ++i) ASSERT_EQ(static_cast<int>(u[i]), q[i] + 128) << "value " << i;
+  for (int64_t b = 0; b < rows * blocks; ++b) {
+    ASSERT_EQ(std::memcmp(&du[b], &d[b], 4), 0) << "block " << b;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) sum += q[b * 32 + i];
+    ASSERT_EQ(sx[b], d[b] * static_cast<float>(sum)) << "block " << b;
+  }
+}
+
 // The encoder's panels widen weight rows with SIMD code: it must give the definition's
 // bits, checked on ggml's own random blocks (tests/data/quant).
 TEST_P(QuantGemm, WidenedRowsEqualTheDefinitionBitForBit) {

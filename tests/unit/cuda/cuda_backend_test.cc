@@ -192,9 +192,8 @@ TEST_P(CudaOps, EncoderSelfAttention) {
   // Every encoder attention kernel of the 16-bit types against the CPU: the mma.sync
   // kernel with 128-row blocks (two row tiles per warp, "wide", the default) and with
   // 64-row blocks ("narrow"), and the warpgroup (wgmma) kernel of Hopper GPUs
-  // (HARK_CUDA_FLASH=wgmma, head dim 64; "wgmma-qs" with Q read from shared memory by the
-  // products, "wgmma-pipe" with a tile's two products overlapped); lengths that end
-  // mid-tile, one key tile, two, one row. The two
+  // (HARK_CUDA_FLASH=wgmma, head dim 64; "wgmma-pipe" with a tile's two products
+  // overlapped); lengths that end mid-tile, one key tile, two, one row. The two
   // mma.sync kernels compute each output with the same products in the same order: equal
   // bit for bit. The wgmma kernel shares their softmax; whether its products round the
   // same is reported, not required. Where wgmma does not apply (another GPU, head dim 32)
@@ -206,7 +205,7 @@ TEST_P(CudaOps, EncoderSelfAttention) {
   const bool expect_wgmma = std::getenv("HARK_EXPECT_WGMMA") && std::string(std::getenv("HARK_EXPECT_WGMMA")) == "1";
   std::vector<Tensor> inputs, wide(cases.size());
   for (const Case& c : cases) inputs.push_back(random({c.batch * c.t, 3 * c.heads * c.head_dim}, 2.0f));
-  for (const char* variant : {"wide", "narrow", "wgmma", "wgmma-qs", "wgmma-pipe"}) {
+  for (const char* variant : {"wide", "narrow", "wgmma", "wgmma-pipe"}) {
     setenv("HARK_CUDA_FLASH", variant, 1);
     for (size_t i = 0; i < cases.size(); ++i) {
       const Case& c = cases[i];

@@ -24,20 +24,20 @@ __device__ __forceinline__ float exp2_flush(float x) {
   return y;
 }
 
-// The first half of a tile's online softmax, for a tile of 8·kN8 keys (kN8 = 8: 64 keys):
-// scales the scores, masks keys at or past t (kPartial: only the last tile of a row can be
-// partial, and every earlier one is whole), updates the running maximum and sum, turns the
-// scores into exp2(s - max), and gives each row's factor for the output accumulators
-// (corr: 1 where the maximum did not move). The maximum is taken as a tree (the same value
-// as a chain: max is exact), so that its dependent steps are log2(kN8) + 1 deep, not 2·kN8.
-template <int kN8, bool kPartial>
-__device__ __forceinline__ void softmax_tile_16(float (&s)[kN8][4], float (&m_run)[2], float (&l_run)[2],
-                                                float (&corr)[2], float scale_log2, int64_t key0, int tig, int64_t t) {
-  static_assert(kN8 == 8 || kN8 == 16, "tiles of 64 or 128 keys");
-  // Keys of this thread at or past `valid` are masked (kPartial only; a tile is ≤ 128 keys).
+// The first half of a tile's online softmax: scales the scores, masks keys at or past t
+// (kPartial: only the last tile of a row can be partial, and every earlier one is whole),
+// updates the running maximum and sum, turns the scores into exp2(s - max), and gives each
+// row's factor for the output accumulators (corr: 1 where the maximum did not move). The
+// maximum is taken as a tree (the same value as a chain: max is exact), 4 dependent steps
+// deep instead of 16.
+template <bool kPartial>
+__device__ __forceinline__ void softmax_tile_16x64(float (&s)[8][4], float (&m_run)[2], float (&l_run)[2],
+                                                   float (&corr)[2], float scale_log2, int64_t key0, int tig,
+                                                   int64_t t) {
+  // Keys of this thread at or past `valid` are masked (kPartial only; a tile is 64 keys).
   const int valid = kPartial ? static_cast<int>(t - key0) - tig * 2 : 0;
 #pragma unroll
-  for (int j = 0; j < kN8; ++j) {
+  for (int j = 0; j < 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       s[j][e] *= scale_log2;
@@ -48,18 +48,12 @@ __device__ __forceinline__ void softmax_tile_16(float (&s)[kN8][4], float (&m_ru
   float mx[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float m[kN8];
+    float m[8];
 #pragma unroll
-    for (int j = 0; j < kN8; ++j) m[j] = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
-    // Halving steps written out: a loop over the steps left the array in local memory.
+    for (int j = 0; j < 8; ++j) m[j] = fmaxf(s[j][2 * r], s[j][2 * r + 1]);
 #pragma unroll
-    for (int j = 0; j < kN8 / 2; ++j) m[j] = fmaxf(m[j], m[j + kN8 / 2]);
-#pragma unroll
-    for (int j = 0; j < kN8 / 4; ++j) m[j] = fmaxf(m[j], m[j + kN8 / 4]);
-#pragma unroll
-    for (int j = 0; j < kN8 / 8; ++j) m[j] = fmaxf(m[j], m[j + kN8 / 8]);
-    if constexpr (kN8 == 16) m[0] = fmaxf(m[0], m[1]);
-    mx[r] = m[0];
+    for (int j = 0; j < 4; ++j) m[j] = fmaxf(m[j], m[j + 4]);
+    mx[r] = fmaxf(fmaxf(m[0], m[2]), fmaxf(m[1], m[3]));
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -71,7 +65,7 @@ __device__ __forceinline__ void softmax_tile_16(float (&s)[kN8][4], float (&m_ru
     l_run[r] *= corr[r];
   }
 #pragma unroll
-  for (int j = 0; j < kN8; ++j) {
+  for (int j = 0; j < 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       s[j][e] = exp2_flush(s[j][e] - m_run[e >> 1]);
@@ -82,14 +76,13 @@ __device__ __forceinline__ void softmax_tile_16(float (&s)[kN8][4], float (&m_ru
 
 // The same with the tile's kind decided at run time: one uniform branch a tile, so that
 // whole tiles run without the mask's compares and selects.
-template <int kN8>
-__device__ __forceinline__ void softmax_tile_16(float (&s)[kN8][4], float (&m_run)[2], float (&l_run)[2],
-                                                float (&corr)[2], float scale_log2, int64_t key0, bool partial,
-                                                int tig, int64_t t) {
+__device__ __forceinline__ void softmax_tile_16x64(float (&s)[8][4], float (&m_run)[2], float (&l_run)[2],
+                                                   float (&corr)[2], float scale_log2, int64_t key0, bool partial,
+                                                   int tig, int64_t t) {
   if (partial)
-    softmax_tile_16<kN8, true>(s, m_run, l_run, corr, scale_log2, key0, tig, t);
+    softmax_tile_16x64<true>(s, m_run, l_run, corr, scale_log2, key0, tig, t);
   else
-    softmax_tile_16<kN8, false>(s, m_run, l_run, corr, scale_log2, key0, tig, t);
+    softmax_tile_16x64<false>(s, m_run, l_run, corr, scale_log2, key0, tig, t);
 }
 
 // The second half: o *= corr per row. Skipped where no row of the warp changed its
@@ -111,14 +104,14 @@ __device__ __forceinline__ void online_softmax_16x64(float (&s)[8][4], float (&m
                                                      float (&o)[kTiles][4], float scale_log2, int64_t key0,
                                                      bool partial, int tig, int64_t t) {
   float corr[2];
-  softmax_tile_16<8>(s, m_run, l_run, corr, scale_log2, key0, partial, tig, t);
+  softmax_tile_16x64(s, m_run, l_run, corr, scale_log2, key0, partial, tig, t);
   rescale_output(o, corr);
 }
 
 // The probabilities of keys 16·kk .. 16·kk + 15 as the A fragment of P·V's k-step kk: the
 // accumulator layout of S is the A-fragment layout of the next product.
-template <class T, int kN8>
-__device__ __forceinline__ void p_fragment(const float (&s)[kN8][4], int kk, unsigned (&pa)[4]) {
+template <class T>
+__device__ __forceinline__ void p_fragment(const float (&s)[8][4], int kk, unsigned (&pa)[4]) {
   pa[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
   pa[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
   pa[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
@@ -132,6 +125,23 @@ __device__ __forceinline__ float softmax_inverse_sum(const float (&l_run)[2], in
   l += __shfl_xor_sync(0xffffffffu, l, 1);
   l += __shfl_xor_sync(0xffffffffu, l, 2);
   return 1.0f / l;
+}
+
+// Stores one warp's 16 output rows from row0 on (the thread's rows row0 + g and row0 + g + 8,
+// rows at or past t skipped), each divided by its softmax sum, in T: kTiles blocks of 8
+// head dims, rows `d` apart from dst.
+template <class T, int kTiles>
+__device__ __forceinline__ void store_rows_16(T* dst, int64_t d, const float (&o)[kTiles][4],
+                                              const float (&l_run)[2], int64_t row0, int g, int tig, int64_t t) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float inv = softmax_inverse_sum(l_run, r);
+    const int64_t row = row0 + g + r * 8;
+    if (row >= t) continue;
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+      *reinterpret_cast<unsigned*>(dst + row * d + j * 8 + tig * 2) = pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+  }
 }
 
 }  // namespace hark::cuda::device

@@ -34,4 +34,21 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int
   }
 }
 
+// One head's Q, K and V in a window of the packed qkv[batch·t, 3·d]: rows `ld` apart, each
+// pointing at the head's first column (the encoder's attention kernels; blockIdx.z is the
+// window, blockIdx.y the head).
+template <class T>
+struct QkvHead {
+  const T* q;
+  const T* k;
+  const T* v;
+  int64_t ld;
+};
+template <int HD, class T>
+__device__ __forceinline__ QkvHead<T> block_qkv_head(const T* qkv, int64_t t, int64_t d) {
+  const int64_t ld = 3 * d;
+  const T* q = qkv + blockIdx.z * t * ld + blockIdx.y * HD;
+  return {q, q + d, q + 2 * d, ld};
+}
+
 }  // namespace hark::cuda::device
