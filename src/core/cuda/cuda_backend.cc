@@ -73,12 +73,6 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
   // to cuBLASLt's split-K again.
   if (const char* env = std::getenv("HARK_CUDA_GEMV_ONE_ROW"); env && (std::string(env) == "narrow" || std::string(env) == "0"))
     wide_one_row_ = false;
-  // One-row products with their weights staged through shared memory by bulk copies
-  // (gemv_staged.cu), where the GPU has them; HARK_CUDA_GEMV_STAGED=0 goes back to the
-  // register kernels (the same values, bit for bit).
-  staged_one_row_ = cuda::gemv_staged_supported();
-  if (const char* env = std::getenv("HARK_CUDA_GEMV_STAGED"); env && std::string(env) == "0") staged_one_row_ = false;
-  if (staged_one_row_) cuda::gemv_staged_setup();
 }
 
 std::string CudaBackend::name() const {
@@ -140,7 +134,7 @@ void CudaBackend::product_half(const void* x, int64_t m, int64_t k, const void* 
                      : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
                                                       : cuda::GemvEpilogue::None;
     cuda::gemv(act_, x, static_cast<int>(m), static_cast<int>(k), w, static_cast<int>(n), bias, y_dt, y, n, epi, stream_,
-               nullptr, wide_one_row_, staged_one_row_);
+               nullptr, wide_one_row_);
     cuda::check_launch("gemv");
     return;
   }
@@ -181,8 +175,6 @@ bool CudaBackend::prefers_lt(int64_t m, int64_t n, int64_t k) const {
   // One row up to 2048 wide (the MLP's first product of a greedy step): gemv_one_row.cu
   // beats cuBLASLt there (0.267 against 0.273 ms per turbo step). One row 5120 wide (the
   // MLP's second): gemv_one_row_wide.cu, 0.264 -> 0.253 ms per step (run-all.sh ab).
-  if (staged_one_row_ && cuda::gemv_staged_applies(static_cast<int>(m), static_cast<int>(k), static_cast<int>(n), false))
-    return false;
   if (cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k))) return false;
   if (wide_one_row_ && cuda::gemv_one_row_wide_applies(static_cast<int>(m), static_cast<int>(k))) return false;
   return wide_in_lt_ && m <= cuda::kGemvMaxRows && (k >= 4096 || (n >= 4096 && n <= 8192));
@@ -255,13 +247,9 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
   // hundred blocks, not for the logits' thousands (fusing it there measured 0.343 ms per
   // step against 0.324 with a separate norm; through the one-row kernel, where each warp
   // normalises in registers, 0.273 both ways: docs/benchmarks.md).
-  // The staged one-row kernel normalises in each of its ~1 000 warps' registers as the
-  // one-row kernel does, and saves the norm's launch (the logits' included).
   constexpr int64_t kMaxFusedColumns = 8192;
-  const bool staged = staged_one_row_ && cuda::gemv_staged_applies(static_cast<int>(m), static_cast<int>(k),
-                                                                   static_cast<int>(n), true);
-  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || (n > kMaxFusedColumns && !staged) ||
-      lt_for_few_rows_ || prefers_lt(m, n, k))
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
+      prefers_lt(m, n, k))
     return false;
   const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
                             static_cast<const float*>(resident(beta, DType::F32)), eps};
@@ -269,8 +257,7 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
                    : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
                                                     : cuda::GemvEpilogue::None;
   cuda::gemv(act_, x.raw(), static_cast<int>(m), static_cast<int>(k), resident(w, act_), static_cast<int>(n),
-             bias ? resident(*bias, act_) : nullptr, y.dtype(), y.raw(), n, epi, stream_, &norm, wide_one_row_,
-             staged_one_row_);
+             bias ? resident(*bias, act_) : nullptr, y.dtype(), y.raw(), n, epi, stream_, &norm);
   cuda::check_launch("gemv (layer norm fused)");
   return true;
 }

@@ -153,7 +153,6 @@ class CudaBackend final : public Backend {
   bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too
   bool lt_for_few_rows_ = false;  // HARK_CUDA_GEMV=lt: cuBLASLt for decoder steps too (measurements)
   bool wide_one_row_ = true;      // one row wider than 2048 in gemv_one_row_wide.cu (=narrow: cuBLASLt)
-  bool staged_one_row_ = false;   // one row in gemv_staged.cu (sm_90 and later; HARK_CUDA_GEMV_STAGED=0: off)
   std::map<uint64_t, std::unique_ptr<Replay>> replays_;
   // mark()'s events, reused round robin (a caller waits for one of the last few marks).
   static constexpr uint64_t kMarks = 16;

@@ -167,12 +167,9 @@ void gemv_setup() {
 }
 
 void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
-          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm, bool wide_one_row,
-          bool staged) {
+          int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm, bool wide_one_row) {
   if (m <= 0 || n <= 0) return;
   if (k % 8 != 0) throw Error(ErrorCode::Internal, "[cuda] gemv needs a width divisible by 8");
-  if (staged && gemv_staged_applies(m, k, n, norm != nullptr))
-    return gemv_staged(dt, x, k, w, n, bias, y_dt, y, epilogue, stream, norm);
   if (gemv_one_row_applies(m, k)) return gemv_one_row(dt, x, k, w, n, bias, y_dt, y, epilogue, stream, norm);
   if (wide_one_row && !norm && gemv_one_row_wide_applies(m, k))
     return gemv_one_row_wide(dt, x, k, w, n, bias, y_dt, y, epilogue, stream);

@@ -63,26 +63,16 @@ struct GemvNorm {
 };
 // y[m, n] (row stride ldy, element type y_dt = dt or F32) = x[m, k]·w[n, k]ᵀ + bias, then
 // the epilogue; m ≤ kGemvMaxRows, k a multiple of 8; w, x, bias in dt (f16 or bf16).
-// wide_one_row: one row wider than 2048 goes to gemv_one_row_wide.cu (the backend's default);
-// staged: one row goes to gemv_staged.cu where it applies (the backend's default on sm_90).
+// wide_one_row: one row wider than 2048 goes to gemv_one_row_wide.cu (the backend's default).
 void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
           int64_t ldy, GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm = nullptr,
-          bool wide_one_row = false, bool staged = false);
+          bool wide_one_row = false);
 // Raises the kernels' shared-memory limit (once per device, before any graph capture).
 void gemv_setup();
 // ---- gemv_one_row.cu: gemv() for one row of width ≤ 2048 (the greedy step) --------------
 bool gemv_one_row_applies(int m, int k);
 void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
                   GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm);
-// ---- gemv_staged.cu: one row, its weights brought to shared memory by bulk copies -------
-// Compute capability 9.0 and later; width 8..8192 (a multiple of 8; a norm up to 2048), at
-// most 131072 outputs. The same values as gemv_one_row / gemv_one_row_wide, bit for bit.
-bool gemv_staged_supported();
-bool gemv_staged_applies(int m, int k, int n, bool norm);
-void gemv_staged(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
-                 GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm);
-// Raises the staged kernels' shared-memory limit (once per device, before any graph capture).
-void gemv_staged_setup();
 // ---- gemv_one_row_wide.cu: one row of width 2056..8192, no norm ---------------------------
 bool gemv_one_row_wide_applies(int m, int k);
 void gemv_one_row_wide(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,

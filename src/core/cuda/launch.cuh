@@ -8,10 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
-#include <mutex>
-#include <unordered_set>
 #include <utility>
 
 #include "core/cuda/cuda_check.h"
@@ -29,24 +26,6 @@ inline bool pdl_enabled() {
   return enabled;
 }
 
-// Measurement switch HARK_CUDA_CARVEOUT=P (0..100): every kernel launched here prefers P % of
-// the unified L1/shared memory as shared memory (cudaFuncAttributePreferredSharedMemoryCarveout).
-// Kernels of different carveouts cannot share a multiprocessor, so a step's kernels that are
-// to overlap must agree on it.
-inline void apply_carveout(const void* kernel) {
-  static const int percent = [] {
-    const char* env = std::getenv("HARK_CUDA_CARVEOUT");
-    return env ? std::atoi(env) : -1;
-  }();
-  if (percent < 0) return;
-  static std::mutex mutex;
-  static std::unordered_set<const void*> done;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (done.insert(kernel).second)
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, std::min(percent, 100)),
-          "shared-memory carveout");
-}
-
 // kernel<<<grid, block, smem, stream>>>(args...), allowed to overlap the previous kernel.
 // Every kernel launched so must begin with pdl_enter() or reach pdl_wait() in all blocks.
 template <class... Params, class... Args>
@@ -62,7 +41,6 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = pdl_enabled() ? 1 : 0;
-  apply_carveout(reinterpret_cast<const void*>(kernel));
   check(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...), "kernel launch");
 }
 

@@ -125,53 +125,6 @@ TEST_P(CudaOps, OneRowWideProducts) {
   }
 }
 
-// The staged one-row kernel (gemv_staged.cu, the default on compute capability 9.0) against
-// the register kernels it replaces (HARK_CUDA_GEMV_STAGED=0), bit for bit: widths of both
-// register kernels (one warp a row up to 2048, two or four beyond), a block's rows in one
-// stage or wrapping round the ring many times (20 000 outputs), every epilogue, fp32 logits,
-// the norm fused (where the register path runs the separate norm kernel past 8192 outputs).
-// On older GPUs both backends run the register kernels.
-TEST_P(CudaOps, StagedOneRowProductsEqualTheRegisterKernels) {
-  if (gpu->act_dtype() == DType::F32) GTEST_SKIP() << "one-row kernels are f16/bf16";
-  setenv("HARK_CUDA_GEMV_STAGED", "0", 1);
-  std::unique_ptr<Backend> regs = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
-  unsetenv("HARK_CUDA_GEMV_STAGED");
-  auto on = [](Backend& be, const Tensor& host) {
-    Tensor t = be.alloc(host.shape(), be.act_dtype());
-    be.copy(host, t);
-    return t;
-  };
-  auto same_bits = [&](const Tensor& a, const Tensor& b) {
-    const Tensor ha = gpu->to_host(a), hb = regs->to_host(b);
-    return ha.nbytes() == hb.nbytes() && std::memcmp(ha.raw(), hb.raw(), ha.nbytes()) == 0;
-  };
-  for (int64_t k : {64, 384, 1000, 1280, 2048, 2056, 3072, 5120, 8192}) {
-    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1283}, k <= 2048 ? int64_t{20000} : int64_t{3000}}) {
-      Tensor x = random({1, k}, 3.0f), w = random({n, k}, 0.05f), b = random({n}), g = random({k}), beta = random({k});
-      const Tensor xs = on(*gpu, x), xr = on(*regs, x);
-      for (Epilogue e : {Epilogue::None, Epilogue::Gelu}) {
-        EXPECT_TRUE(same_bits(ops::linear(*gpu, xs, w, &b, e), ops::linear(*regs, xr, w, &b, e)))
-            << "k " << k << " n " << n << " epilogue " << static_cast<int>(e);
-        EXPECT_TRUE(same_bits(ops::norm_linear(*gpu, xs, g, beta, w, &b, e), ops::norm_linear(*regs, xr, g, beta, w, &b, e)))
-            << "norm, k " << k << " n " << n << " epilogue " << static_cast<int>(e);
-      }
-      EXPECT_TRUE(same_bits(ops::norm_linear(*gpu, xs, g, beta, w, nullptr, Epilogue::None, DType::F32),
-                            ops::norm_linear(*regs, xr, g, beta, w, nullptr, Epilogue::None, DType::F32)))
-          << "f32 logits, k " << k << " n " << n;
-      const Tensor res = random({1, n});
-      Tensor rs = on(*gpu, res), rr = on(*regs, res);
-      ops::linear_residual(*gpu, xs, w, &b, rs);
-      ops::linear_residual(*regs, xr, w, &b, rr);
-      EXPECT_TRUE(same_bits(rs, rr)) << "residual, k " << k << " n " << n;
-      // And against the CPU, in case both were wrong the same way (over enough outputs that
-      // one value's rounding does not decide the relative error).
-      if (n >= 136) {
-        EXPECT_LT(compare(ops::linear(*gpu, xs, w, &b), ops::linear(*cpu, x, w, &b)), tol) << "k " << k << " n " << n;
-      }
-    }
-  }
-}
-
 TEST_P(CudaOps, HalfWeightsAreConvertedOnTheDevice) {
   Tensor x = random({3, 64}), w = random({50, 64});
   Tensor wh = Tensor::empty({50, 64}, DType::F16);
