@@ -11,7 +11,8 @@
 #            Compute's duration of every kernel of a turbo f16 bench (encoder windows,
 #            decoder steps) as CSV for scripts/device/kernel_table.py
 #     toy:   the bundled model alone (its fast-path tests, batching tests, hark transcribe and
-#            serve, bench toy_f16): the 46 MB checkpoint and the bundle fill the carry
+#            serve, bench toy_f16; TOY_TESTS the test filter, TOY_COMPUTES the bench's compute
+#            types, default f16): the 46 MB checkpoint and the bundle fill the carry
 #            limit, so this call carries only what it reads (scripts/device/slim-tree.sh toy)
 #     (the bundled model travels only with slim-tree.sh toy; batching and multi-gpu read it
 #      too: carry as for toy, and pass SOURCE_CLIP=tests/data/toy-eval/en-multi-07.wav to the
@@ -20,7 +21,8 @@
 #            concurrent requests against one at a time, f16 and f32)
 #     batching-bench: the batching server against --max-batch 1 under 64 clients sending
 #            10-60 s clips (scripts/bench-batching.sh, large-v3-turbo shape f16); env
-#            BATCH_CONCURRENCY, BATCH_REQUESTS, BATCH_CLIPS ("30": offline-like 30 s windows)
+#            BATCH_CONCURRENCY, BATCH_REQUESTS, BATCH_CLIPS ("30": offline-like 30 s windows),
+#            BATCH_COMPUTE (the compute type, default f16)
 #     multi-gpu: the batching server on one GPU against every GPU (--device cuda:0, then
 #            cuda:all) under the same load (machine kind nvidia-h200-x2); env as batching-bench,
 #            default 128 clients and 512 requests
@@ -32,8 +34,10 @@
 #            *Attention*; "-" skips) under each of FOCUS_OPS_SWITCHES, hark_test_gpu by FOCUS_GPU_TESTS (default: the tiny fast-path
 #            rules; "-" skips), the turbo f16 bench at FOCUS_BATCHES (default 1,32) under
 #            each of FOCUS_SWITCHES ("default" = none; FOCUS_BENCH_ARGS added, e.g.
-#            "--step-windows 48"; FOCUS_CLIP the e2e clip, default jfk.wav), and with FOCUS_NCU_BATCHES set, Nsight Compute's kernel
-#            table of one bench run at those encoder batches (FOCUS_NCU_ARGS added)
+#            "--step-windows 48"; FOCUS_CLIP the e2e clip, default jfk.wav; FOCUS_COMPUTES the
+#            compute types, default f16, e.g. "f16 fp8"), and with FOCUS_NCU_BATCHES set, Nsight
+#            Compute's kernel table of one bench run at those encoder batches (FOCUS_NCU_ARGS
+#            added, FOCUS_NCU_COMPUTE the compute type)
 #     backtrace: cuda-gdb's stacks at a host crash of the focus bench and of BT_GPU_TESTS (BT_ENV
 #            the switches; bundle built with STRIP=0)
 #     validate: the kernels behind switches (docs/gpu.md): the fast-path tests under each
@@ -124,9 +128,9 @@ if [[ $mode == batching ]]; then
   exit 0
 fi
 if [[ $mode == batching-bench ]]; then
-  section "batching server against --max-batch 1 (large-v3-turbo shape f16, 64 clients, 10-60 s clips)"
+  section "batching server against --max-batch 1 (large-v3-turbo shape ${BATCH_COMPUTE:-f16}, 64 clients, 10-60 s clips)"
   HARK=$hark DEVICE=cuda THREADS=4 CONCURRENCY=${BATCH_CONCURRENCY:-64} REQUESTS=${BATCH_REQUESTS:-128} ROUNDS=1 \
-    CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} EXTRA_SERVE="--compute-type f16" OUT="$OUT/bench-batching" \
+    CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} EXTRA_SERVE="--compute-type ${BATCH_COMPUTE:-f16}" OUT="$OUT/bench-batching" \
     timeout 540 bash scripts/bench-batching.sh synthetic:large-v3-turbo 2>&1 | tee "$OUT/bench_batching.log" |
     sed 's/^/    /' | tee -a "$results"
   echo "done in $SECONDS s" | tee -a "$results"
@@ -184,18 +188,20 @@ if [[ $mode == focus ]]; then
   if [[ ${FOCUS_GPU_TESTS:-} != - ]]; then
     run gpu_tests 300 "$bundle/tests/hark_test_gpu" --gtest_filter="${FOCUS_GPU_TESTS:-*FastPath*tiny*}"
   fi
-  section "focus: turbo f16 bench under each switch"
+  section "focus: turbo bench under each switch, in each of FOCUS_COMPUTES (${FOCUS_COMPUTES:-f16})"
   reasons=clocks_event_reasons.active  # the older drivers' name below
   nvidia-smi --query-gpu=$reasons --format=csv >/dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+  for compute in ${FOCUS_COMPUTES:-f16}; do
   for variant in ${FOCUS_SWITCHES:-default}; do
     [[ $variant == default ]] && variant=HARK_FOCUS_NONE=1
+    [[ $compute == f16 ]] || variant="$variant+HARK_FOCUS_COMPUTE=$compute"  # names the logs
     # The SM clock, power and throttle reasons every 100 ms while the bench runs.
     nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,$reasons --format=csv,noheader \
       -lms 100 >"$OUT/smi_${variant//=/_}.csv" 2>/dev/null &
     smi=$!
     IFS=+ read -r -a variant_env <<<"$variant"  # "A=1+B=2": both switches in one run
     run "bench_${variant//=/_}" 300 env "${variant_env[@]}" "$hark" bench --device cuda --runs 10 \
-      --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --batches "${FOCUS_BATCHES:-1,32}" \
+      --model synthetic:large-v3-turbo --dtype f16 --compute-type "$compute" --batches "${FOCUS_BATCHES:-1,32}" \
       --clip "${FOCUS_CLIP:-tests/data/audio/jfk.wav}" --e2e --e2e-tokens 30 ${FOCUS_BENCH_ARGS:-} --json "$OUT/bench_${variant//=/_}.json"
     kill "$smi" 2>/dev/null
     python3 - "$OUT/smi_${variant//=/_}.csv" <<'PY' | sed 's/^/    /' | tee -a "$results"
@@ -211,11 +217,12 @@ else:
     print(f"{len(rows)} samples, none above 250 W")
 PY
   done
+  done
   if [[ -n ${FOCUS_NCU_BATCHES:-} ]]; then
     section "focus: kernel table (ncu, encoder batches $FOCUS_NCU_BATCHES, 3 steps)"
     ncu --clock-control none --graph-profiling node --csv --page raw \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type f16 --runs 1 \
+      "$hark" bench --device cuda --model synthetic:large-v3-turbo --dtype f16 --compute-type "${FOCUS_NCU_COMPUTE:-f16}" --runs 1 \
       --tokens 3 --batches "$FOCUS_NCU_BATCHES" ${FOCUS_NCU_ARGS:-} >"$OUT/ncu-focus.csv" 2>"$OUT/ncu-focus.err"
     echo "- ncu: exit $?" | tee -a "$results"
     python3 scripts/device/kernel_table.py "$OUT/ncu-focus.csv" >"$OUT/ncu-focus-table.txt" 2>&1
@@ -308,7 +315,7 @@ fi
 
 if [[ $mode == toy ]]; then
   section "the bundled model: fast path against fp32, batching against alone"
-  run toy_tests 600 "$bundle/tests/hark_test_gpu" --gtest_filter='*Toy*:*BatchingOnTheGpu*' \
+  run toy_tests 600 "$bundle/tests/hark_test_gpu" --gtest_filter="${TOY_TESTS:-*Toy*:*BatchingOnTheGpu*}" \
     --gtest_output=xml:"$OUT/toy_tests.xml"
   grep -hoE 'name="[^"]+" value="[^"]+"' "$OUT/toy_tests.xml" 2>/dev/null | sed 's/^/    /' | tee -a "$results"
 fi
@@ -369,7 +376,10 @@ bench() {  # name, args...
   run "bench_$name" 600 "$hark" bench --device cuda --runs 10 --json "$OUT/bench_$name.json" "$@"
 }
 if [[ $mode == toy ]]; then
-  bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-01.wav --e2e
+  for compute in ${TOY_COMPUTES:-f16}; do
+    bench "toy_$compute" --model models/hark-toy-speech --compute-type "$compute" --batches 1,32 \
+      --clip tests/data/toy-eval/en-single-01.wav --e2e
+  done
   echo; echo "done in $SECONDS s" | tee -a "$results"
   exit 0
 fi
@@ -388,7 +398,10 @@ if [[ $mode == full ]]; then
   bench turbo_f32 --model synthetic:large-v3-turbo --dtype f16 --compute-type f32 --batches 1
   bench tiny_f16 --model synthetic:tiny --dtype f16 --compute-type f16 --batches 1,32 --clip $clip --e2e --e2e-tokens 30
   [[ -f models/hark-toy-speech/model.safetensors ]] &&
-    bench toy_f16 --model models/hark-toy-speech --compute-type f16 --batches 1,32 --clip tests/data/toy-eval/en-single-01.wav --e2e
+    for compute in ${TOY_COMPUTES:-f16}; do
+    bench "toy_$compute" --model models/hark-toy-speech --compute-type "$compute" --batches 1,32 \
+      --clip tests/data/toy-eval/en-single-01.wav --e2e
+  done
   section "transformers fp16 + SDPA on the same machine"
   run transformers 600 python3 scripts/device/transformers_bench.py --size large-v3-turbo --out "$OUT/transformers.json"
 fi

@@ -197,12 +197,36 @@ class Backend {
   // is queued behind that backend's work, which reads it last; the lane's own work on it
   // must be finished (synchronize()) before it is handed over or dropped.
   virtual Tensor alloc_handed(const Shape& shape, DType dtype) { return alloc(shape, dtype); }
+
+  // --compute-type fp8 on a GPU: products inside an fp8 region may take e4m3 operands. The
+  // model opens one (Fp8Region, below) around each part of the encoder and around the
+  // cross-attention K/V products, naming the part; the backend decides which parts run in
+  // fp8. The decoder's products, whose logits choose the tokens, never run in one. The
+  // region is the calling thread's (an encoder lane's thread and a decoder's thread may
+  // share a backend). Returns the part open before (None: none); other backends ignore it.
+  enum class Fp8Part : uint8_t { None, Convolutions, Attention, Mlp, CrossKv };
+  virtual Fp8Part set_fp8_region(Fp8Part part) { (void)part; return Fp8Part::None; }
+};
+
+// Opens the calling thread's fp8 region for `part` on `be` for its lifetime
+// (Backend::set_fp8_region), and restores the one open before.
+class Fp8Region {
+ public:
+  Fp8Region(Backend& be, Backend::Fp8Part part) : be_(be), before_(be.set_fp8_region(part)) {}
+  ~Fp8Region() { be_.set_fp8_region(before_); }
+  Fp8Region(const Fp8Region&) = delete;
+  Fp8Region& operator=(const Fp8Region&) = delete;
+
+ private:
+  Backend& be_;
+  Backend::Fp8Part before_;
 };
 
 struct BackendOptions {
   int threads = 0;                   // CPU: 0 = all hardware threads
   std::string compute_type = "auto";  // activations: auto (f16 on a GPU, f32 on the CPU), f32, f16, bf16; the
-                                      // CPU also takes int8 and the ggml types (fp32 activations)
+                                      // GPU also takes fp8 (f16 activations, the encoder's products in e4m3),
+                                      // the CPU int8 and the ggml types (fp32 activations)
   DType cross_kv = DType::F32;        // CPU: storage of the cross-attention K/V (f32, f16 or q8_0)
   // CPU: decode as the GPU fast path does, tokens chosen with select_tokens next to the
   // logits (one step ahead for greedy, the prompt in one pass). No faster on the CPU; it
@@ -219,8 +243,11 @@ std::unique_ptr<Backend> make_cuda_backend(int device_index, const BackendOption
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options);
 
 // "f32" | "f16" | "bf16" | "auto" → the activation dtype on `device` (auto: f16 on a GPU,
-// f32 on the CPU); int8 and the ggml types (model/compute_type.h) → f32 on the CPU.
+// f32 on the CPU); "fp8" → f16 on a GPU (its encoder products in e4m3: compute_type_fp8);
+// int8 and the ggml types (model/compute_type.h) → f32 on the CPU.
 // Throws InvalidArgument naming the choices, or when the device cannot run the type.
 DType parse_compute_type(const std::string& name, Device device);
+// Whether the name asks for the GPU's fp8 encoder products ("fp8", "float8").
+bool compute_type_fp8(const std::string& name);
 
 }  // namespace hark

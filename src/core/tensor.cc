@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -14,6 +15,7 @@ size_t dtype_size(DType dtype) {
     case DType::I32: return 4;
     case DType::F16: return 2;
     case DType::BF16: return 2;
+    case DType::F8_E4M3: return 1;
     default:
       throw Error(ErrorCode::Internal, std::string("[tensor] ") + dtype_name(dtype) +
                                            " is block-quantized: it has no size per element");
@@ -26,11 +28,12 @@ const char* dtype_name(DType dtype) {
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
     case DType::I32: return "i32";
+    case DType::F8_E4M3: return "f8_e4m3";
     default: return quant::block_info(dtype).name;
   }
 }
 
-bool dtype_is_quantized(DType dtype) { return dtype >= DType::Q4_0; }
+bool dtype_is_quantized(DType dtype) { return dtype >= DType::Q4_0 && dtype <= DType::Q6_K; }
 
 int64_t dtype_block_elems(DType dtype) { return dtype_is_quantized(dtype) ? quant::block_info(dtype).elems : 1; }
 
@@ -222,6 +225,14 @@ uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
+float e4m3_to_float(uint8_t v) {
+  const int exponent = (v >> 3) & 0xF, mantissa = v & 0x7;
+  const float sign = v & 0x80 ? -1.0f : 1.0f;
+  if (exponent == 0xF && mantissa == 0x7) return __builtin_nanf("");
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -9);  // 2^-6 · m/8
+  return sign * std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
+}
+
 void convert_to_f32(const void* src, DType dtype, float* dst, int64_t n) {
   switch (dtype) {
     case DType::F32:
@@ -240,6 +251,11 @@ void convert_to_f32(const void* src, DType dtype, float* dst, int64_t n) {
     case DType::I32: {
       const auto* s = static_cast<const int32_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+    case DType::F8_E4M3: {
+      const auto* s = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = e4m3_to_float(s[i]);
       return;
     }
     default:

@@ -15,7 +15,10 @@ namespace hark {
 
 // Q* are ggml's block-quantized weight formats (core/quant_format.h): a tensor of such a
 // dtype stores its last dimension as packed blocks of dtype_block_elems() values.
-enum class DType : uint8_t { F32, F16, BF16, I32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K };
+// F8_E4M3 (one byte: sign, 4 exponent bits biased by 7, 3 mantissa bits; largest finite
+// value 448) holds the GPU's fp8 product operands (--compute-type fp8); it comes last so that
+// the other values, which the CUDA module's entry point passes as ints, keep their numbers.
+enum class DType : uint8_t { F32, F16, BF16, I32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F8_E4M3 };
 enum class Device : uint8_t { Cpu, Cuda };
 
 // Bytes per element of a plain dtype; throws Internal for a block-quantized one (use
@@ -91,6 +94,8 @@ inline float bf16_to_float(uint16_t b) {
   return f;
 }
 uint16_t float_to_bf16(float f);
+// e4m3 (OCP FP8) to fp32: 0x7f and 0xff are NaN, exponent 0 holds the subnormals.
+float e4m3_to_float(uint8_t v);
 // Converts n elements of `src` (any float dtype, or whole blocks of a quantized one) to fp32.
 void convert_to_f32(const void* src, DType dtype, float* dst, int64_t n);
 

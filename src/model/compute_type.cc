@@ -29,7 +29,7 @@ DType storage_for(const std::string& name, const Shape& shape, DType stored, con
 }  // namespace
 
 const char* compute_type_choices() {
-  return "auto, f32, f16, bf16, int8, int8_float16, int8_float32, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k, q3_k, q4_k, "
+  return "auto, f32, f16, bf16, fp8, int8, int8_float16, int8_float32, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k, q3_k, q4_k, "
          "q5_k, q6_k";
 }
 
@@ -43,6 +43,9 @@ ComputeType compute_type_named(const std::string& name) {
     ct.weights = DType::F32;
   } else if (name == "f16" || name == "float16" || name == "bf16" || name == "bfloat16") {
     ct.name = name[0] == 'b' ? "bf16" : "f16";  // the GPU's activation dtypes (core/backend.h)
+    ct.cpu = false;
+  } else if (compute_type_fp8(name)) {
+    ct.name = "fp8";  // f16 activations, the encoder's products on e4m3 operands (core/cuda/cuda_fp8_products.cc)
     ct.cpu = false;
   } else if (name == "int8" || name == "int8_float16" || name == "int8_float32") {
     ct.name = name;
@@ -63,7 +66,7 @@ ComputeType compute_type_named(const std::string& name) {
 
 void check_compute_type(const ComputeType& ct, Device device) {
   if (device == Device::Cuda && !ct.gpu)
-    refuse(ct.name + " runs on the CPU only (quantized kernels); on the GPU use auto, f32, f16 or bf16");
+    refuse(ct.name + " runs on the CPU only (quantized kernels); on the GPU use auto, f32, f16, bf16 or fp8");
   if (device == Device::Cpu && !ct.cpu)
     refuse(ct.name + " is a GPU compute type; on the CPU use auto, f32, int8 or a ggml type such as q8_0");
 }

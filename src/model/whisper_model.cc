@@ -58,6 +58,7 @@ Tensor WhisperModel::window_frames(const Tensor& mel, int n_ctx, Tensor& staging
 // frames [2·n_ctx, n_mels] (time-major, on the device) → [n_ctx, d].
 Tensor WhisperModel::encoder_convolutions(const Tensor& input, int n_ctx) {
   Backend& be = *backend_;
+  const Fp8Region fp8(be, Backend::Fp8Part::Convolutions);  // --compute-type fp8: these products may run in e4m3
   Tensor c1 = ops::conv1d_gelu_time_major(be, input, *layers_.conv1.weight, *layers_.conv1.bias, 1, 1);
   Tensor x = ops::conv1d_gelu_time_major(be, c1, *layers_.conv2.weight, *layers_.conv2.bias, 2, 1);
   ops::add(be, x, layers_.encoder_positions->rows(0, n_ctx));
@@ -69,9 +70,13 @@ void WhisperModel::encoder_block(Tensor& x, int batch, int layer) {
   const EncoderLayer& l = layers_.encoder[layer];
   const Tensor* ws[] = {l.attn.query.weight, l.attn.key.weight, l.attn.value.weight};
   const Tensor* bs[] = {l.attn.query.bias, nullptr, l.attn.value.bias};
-  Tensor qkv = ops::norm_linear_packed(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs);
-  Tensor att = ops::self_attention(be, qkv, batch, hparams().n_audio_head);
-  ops::linear_residual(be, att, *l.attn.out.weight, l.attn.out.bias, x);
+  {
+    const Fp8Region fp8(be, Backend::Fp8Part::Attention);  // --compute-type fp8 (Backend::set_fp8_region)
+    Tensor qkv = ops::norm_linear_packed(be, x, *l.attn_ln.weight, *l.attn_ln.bias, ws, bs);
+    Tensor att = ops::self_attention(be, qkv, batch, hparams().n_audio_head);
+    ops::linear_residual(be, att, *l.attn.out.weight, l.attn.out.bias, x);
+  }
+  const Fp8Region fp8(be, Backend::Fp8Part::Mlp);
   mlp_residual(be, x, l.mlp_ln, l.mlp);
 }
 
@@ -121,6 +126,7 @@ Tensor WhisperModel::encode_batch(std::span<const Tensor> mels, int audio_ctx) {
 
 // The cross-attention K/V of every decoder layer in one product per batch.
 Tensor WhisperModel::cross_kv(const Tensor& features) {
+  const Fp8Region fp8(*backend_, Backend::Fp8Part::CrossKv);
   std::vector<const Tensor*> ws, bs;
   for (const DecoderLayer& l : layers_.decoder) {
     ws.push_back(l.cross_attn.key.weight);

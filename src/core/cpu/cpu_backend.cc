@@ -286,21 +286,30 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOp
   throw Error(ErrorCode::InvalidArgument, "[device] unknown device '" + device + "': use cpu, cuda, cuda:N or auto");
 }
 
+bool compute_type_fp8(const std::string& name) { return name == "fp8" || name == "float8"; }
+
 DType parse_compute_type(const std::string& name, Device device) {
   if (name == "auto") return device == Device::Cuda ? DType::F16 : DType::F32;
   if (name == "f32" || name == "float32") return DType::F32;
   if (name == "f16" || name == "float16") return DType::F16;
   if (name == "bf16" || name == "bfloat16") return DType::BF16;
+  if (compute_type_fp8(name)) {
+    if (device == Device::Cpu)
+      throw Error(ErrorCode::InvalidArgument, "[device] compute type " + name +
+                                                  " is the GPU's (e4m3 tensor-core products); on the CPU use auto, "
+                                                  "f32, int8 or a ggml type such as q8_0");
+    return DType::F16;
+  }
   // 8-bit and ggml-quantized weights: the CPU's quantized kernels, fp32 activations.
   if (name == "int8" || name == "int8_float16" || name == "int8_float32" || quant::parse_name(name)) {
     if (device == Device::Cuda)
       throw Error(ErrorCode::InvalidArgument, "[device] compute type " + name +
                                                   " runs on the CPU only (quantized kernels); on a GPU use auto, f32, "
-                                                  "f16 or bf16");
+                                                  "f16, bf16 or fp8");
     return DType::F32;
   }
   throw Error(ErrorCode::InvalidArgument, "[device] unknown compute type '" + name +
-                                              "': use auto, f32, f16, bf16, or on the CPU int8, int8_float16, "
+                                              "': use auto, f32, f16, bf16, on a GPU fp8, or on the CPU int8, int8_float16, "
                                               "int8_float32, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k ... q6_k");
 }
 

@@ -40,15 +40,29 @@ void keep_pool_memory(int device_index) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(device_index), act_(act_dtype) {
+CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products)
+    : device_index_(device_index), act_(act_dtype), fp8_products_(fp8_products) {
   if (act_ != DType::F32 && act_ != DType::F16 && act_ != DType::BF16)
     throw Error(ErrorCode::InvalidArgument, std::string("[cuda] unsupported compute type ") + dtype_name(act_));
+  if (fp8_products_ && act_ == DType::F32)
+    throw Error(ErrorCode::InvalidArgument, "[cuda] fp8 products run beside f16 or bf16 activations, not f32");
   int count = 0;
   check(cudaGetDeviceCount(&count), "no CUDA driver or device (use --device cpu)");
   if (device_index < 0 || device_index >= count)
     throw Error(ErrorCode::InvalidArgument, "[cuda] device cuda:" + std::to_string(device_index) + " does not exist (" +
                                                 std::to_string(count) + " GPU(s) present)");
   cuda::use_device(device_index);
+  if (fp8_products_) {
+    int major = 0, minor = 0;
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index), "compute capability");
+    check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index), "compute capability");
+    if (major * 10 + minor < 89)
+      throw Error(ErrorCode::InvalidArgument, "[cuda] --compute-type fp8 needs fp8 tensor cores (compute capability 8.9 "
+                                              "or newer: Ada, Hopper, Blackwell); cuda:" +
+                                                  std::to_string(device_index) + " is " + std::to_string(major) + "." +
+                                                  std::to_string(minor) + ": use --compute-type f16");
+  }
+  if (fp8_products_) fp8_parts_ = fp8_parts_setting();
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   keep_pool_memory(device_index);
   check(cublasCreate(&blas_), "cublasCreate");
@@ -76,7 +90,8 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype) : device_index_(devi
 }
 
 std::string CudaBackend::name() const {
-  return "cuda:" + std::to_string(device_index_) + " (" + dtype_name(act_) + ")";
+  return "cuda:" + std::to_string(device_index_) + " (" + dtype_name(act_) + (fp8_products_ ? ", encoder in fp8" : "") +
+         ")";
 }
 
 const void* CudaBackend::resident(const Tensor& t, DType dtype) {
@@ -191,8 +206,10 @@ void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, T
     }
     return;
   }
-  product_half(x.raw(), m, k, resident(w, act_), n, bias ? resident(*bias, act_) : nullptr, y.dtype(), y.raw(),
-               epilogue);
+  const void* w16 = resident(w, act_);
+  const void* b16 = bias ? resident(*bias, act_) : nullptr;
+  if (linear_e4m3(x, w16, n, w.device() == Device::Cuda ? w : Tensor(), b16, y, epilogue)) return;
+  product_half(x.raw(), m, k, w16, n, b16, y.dtype(), y.raw(), epilogue);
 }
 
 const CudaBackend::Packed& CudaBackend::packed_weights(std::span<const Tensor* const> ws,
@@ -265,6 +282,10 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
 void CudaBackend::norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
                               const Tensor* bias, Tensor& y, Epilogue epilogue) {
   cuda::use_device(device_index_);
+  if (fp8_products_ && norm_linear_e4m3(x, gamma, beta, eps, resident(w, act_), w.dim(0),
+                                        w.device() == Device::Cuda ? w : Tensor(),
+                                        bias ? resident(*bias, act_) : nullptr, y, epilogue))
+    return;
   if (!fuse_norm(x, gamma, beta, eps, w, bias, y, epilogue)) Backend::norm_linear(x, gamma, beta, eps, w, bias, y, epilogue);
 }
 
@@ -274,6 +295,9 @@ void CudaBackend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const
   cuda::use_device(device_index_);
   const Packed& p = packed_weights(ws, biases);
   const Tensor* bias = p.bias.defined() ? &p.bias : nullptr;
+  if (fp8_products_ && norm_linear_e4m3(x, gamma, beta, eps, p.weight.raw(), p.weight.dim(0), p.weight,
+                                        bias ? bias->raw() : nullptr, y, Epilogue::None))
+    return;
   if (!fuse_norm(x, gamma, beta, eps, p.weight, bias, y, Epilogue::None)) {
     Tensor h = alloc(x.shape(), act_);
     layer_norm(x, gamma, beta, eps, h);

@@ -3,7 +3,9 @@
 // products in gemv.cu, flash attention for the encoder, split-K decoder attention). All
 // work runs on one stream; weights are uploaded once, on first use, in the dtype the
 // kernels read. replay() records a step as a CUDA graph (cuda_replay.cc). make_lane()
-// gives a second backend on its own stream for work that runs beside this one's.
+// gives a second backend on its own stream for work that runs beside this one's. With fp8
+// products (--compute-type fp8) the large products of an fp8 region take e4m3 operands
+// (cuda_fp8_products.cc).
 #pragma once
 
 #include <cublas_v2.h>
@@ -25,7 +27,7 @@ namespace hark {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device_index, DType act_dtype);
+  CudaBackend(int device_index, DType act_dtype, bool fp8_products = false);
   ~CudaBackend() override;
 
   std::string name() const override;
@@ -81,6 +83,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   std::unique_ptr<Backend> make_lane() override;
   Tensor alloc_handed(const Shape& shape, DType dtype) override;
+  Fp8Part set_fp8_region(Fp8Part part) override;
 
  private:
   // What replay() knows of one key: measured arena size, then the recorded graph.
@@ -107,6 +110,34 @@ class CudaBackend final : public Backend {
                  const Tensor* bias, Tensor& y, Epilogue epilogue);
   // Few-row shapes that cuBLASLt runs faster than gemv.cu.
   bool prefers_lt(int64_t m, int64_t n, int64_t k) const;
+  // ---- fp8 products (cuda_fp8_products.cc) ----
+  // Products with at least this many rows take e4m3 operands in an fp8 region: the
+  // encoder's (1500 rows a window) and the cross-attention K/V's; a decoder step has a few.
+  static constexpr int64_t kE4m3MinRows = 1024;
+  // Whether y = epilogue(x·wᵀ + bias) runs as an fp8 product (an fp8 region of this
+  // thread, enough rows, multiples of 16, a cuBLASLt algorithm for it, y in the act dtype).
+  bool e4m3_applies(int64_t m, int64_t n, int64_t k, bool bias, DType y_dt, Epilogue epilogue);
+  // fp8_parts_ from HARK_CUDA_FP8_PARTS ("conv,attention,mlp,kv", "all" or "none").
+  static unsigned fp8_parts_setting();
+  // The e4m3 copy of a resident 16-bit weight [n, k] and its per-row scales, made on first use.
+  // The cache is keyed by the 16-bit weight's address: a weight the caller passed as a
+  // device tensor (`device_weight`, a packed one) is kept with its copy so that the address
+  // cannot name another weight later; host weights are kept by weights_ already.
+  struct E4m3Weight {
+    Tensor values, scales, device_weight;
+  };
+  const E4m3Weight& e4m3_weight(const void* w, int64_t n, int64_t k, const Tensor& device_weight);
+  // y = epilogue(x·wᵀ + bias) from x already in e4m3 (values [m, k], scales [m]); w and bias
+  // the resident 16-bit copies.
+  void product_e4m3(const Tensor& x_values, const Tensor& x_scales, const void* w, int64_t n,
+                    const Tensor& device_weight, const void* bias, Tensor& y, Epilogue epilogue);
+  // linear() and norm_linear() as fp8 products (w, bias: resident 16-bit copies); false
+  // where e4m3_applies() says no.
+  bool linear_e4m3(const Tensor& x, const void* w, int64_t n, const Tensor& device_weight, const void* bias, Tensor& y,
+                   Epilogue epilogue);
+  bool norm_linear_e4m3(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const void* w, int64_t n,
+                        const Tensor& device_weight, const void* bias, Tensor& y, Epilogue epilogue);
+
   struct Arena;
   // Device memory from the stream-ordered pool, allocated on this stream and released on
   // `release` (this stream, or a lane's consumer: alloc_handed); laid out in `arena` too
@@ -148,6 +179,12 @@ class CudaBackend final : public Backend {
   // The fused self-attention step's per-head counters (decoder_self_step.cu), zeroed once.
   Tensor self_step_counters_;
   bool fused_self_step_ = false;  // HARK_CUDA_FUSED_SELF=1 (opt-in until run on a GPU)
+
+  bool fp8_products_ = false;  // --compute-type fp8
+  // The encoder parts whose products run in fp8, one bit per Fp8Part (HARK_CUDA_FP8_PARTS,
+  // a measurement switch: cuda_fp8_products.cc).
+  unsigned fp8_parts_ = 0;
+  std::map<const void*, E4m3Weight> e4m3_weights_;  // keyed by the resident 16-bit weight
 
   bool graphs_enabled_ = true;
   bool wide_in_lt_ = true;        // HARK_CUDA_GEMV=all: the MLP's few-row products in gemv.cu too

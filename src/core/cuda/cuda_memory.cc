@@ -41,6 +41,7 @@ CudaBackend::~CudaBackend() {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     weights_.clear();
     packed_.clear();
+    e4m3_weights_.clear();
   }
   // Every device buffer goes before the stream its frees are queued on.
   index_buffer_ = Tensor();
@@ -126,7 +127,7 @@ Tensor CudaBackend::pooled(const Shape& shape, DType dtype, cudaStream_t release
 }
 
 std::unique_ptr<Backend> CudaBackend::make_lane() {
-  auto lane = std::make_unique<CudaBackend>(device_index_, act_);
+  auto lane = std::make_unique<CudaBackend>(device_index_, act_, fp8_products_);
   lane->consumer_stream_ = stream_;
   return lane;
 }

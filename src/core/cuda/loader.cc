@@ -83,7 +83,8 @@ std::unique_ptr<Backend> make_cuda_backend(int device_index, const BackendOption
                     "\nSet HARK_CUDA_MODULE to its path, install the CUDA libraries, or use --device cpu");
   int code = 0;
   char message[512] = {0};
-  Backend* backend = m.create(device_index, static_cast<int>(act), &code, message, sizeof message);
+  const unsigned flags = compute_type_fp8(options.compute_type) ? kHarkCudaFp8Products : 0u;
+  Backend* backend = m.create(device_index, static_cast<int>(act), flags, &code, message, sizeof message);
   if (!backend) throw Error(static_cast<ErrorCode>(code), message);
   return std::unique_ptr<Backend>(backend);
 }

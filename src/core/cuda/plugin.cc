@@ -25,15 +25,15 @@ extern "C" __attribute__((visibility("default"))) int hark_cuda_device_count() {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
-extern "C" __attribute__((visibility("default"))) hark::Backend* hark_cuda_create_backend_v2(int index, int act_dtype,
-                                                                                             int* code, char* message,
-                                                                                             size_t size) {
+extern "C" __attribute__((visibility("default"))) hark::Backend* hark_cuda_create_backend_v3(int index, int act_dtype,
+                                                                                             unsigned options, int* code,
+                                                                                             char* message, size_t size) {
   try {
     if (hark_cuda_device_count() == 0) {
       fill(code, message, size, hark::ErrorCode::Unavailable, "[cuda] no CUDA device or driver found; use --device cpu");
       return nullptr;
     }
-    return new hark::CudaBackend(index, static_cast<hark::DType>(act_dtype));
+    return new hark::CudaBackend(index, static_cast<hark::DType>(act_dtype), (options & kHarkCudaFp8Products) != 0);
   } catch (const hark::Error& e) {
     fill(code, message, size, e.code(), e.what());
   } catch (const std::bad_alloc&) {

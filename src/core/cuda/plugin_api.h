@@ -15,12 +15,14 @@ extern "C" {
 // Number of CUDA devices the driver reports (0 when there is no driver or no GPU).
 using HarkCudaDeviceCount = int (*)();
 // A new backend on device `index` keeping activations in `act_dtype` (a hark DType as
-// int: F32, F16 or BF16), or null with `error` (a hark ErrorCode as int, and a message)
-// filled in. The caller owns the backend.
-using HarkCudaCreateBackend = hark::Backend* (*)(int index, int act_dtype, int* error_code, char* message,
-                                                 size_t message_size);
+// int: F32, F16 or BF16), with the options below OR-ed together, or null with `error` (a
+// hark ErrorCode as int, and a message) filled in. The caller owns the backend.
+using HarkCudaCreateBackend = hark::Backend* (*)(int index, int act_dtype, unsigned options, int* error_code,
+                                                 char* message, size_t message_size);
+// The encoder's products in e4m3 (--compute-type fp8; act_dtype F16 or BF16).
+inline constexpr unsigned kHarkCudaFp8Products = 1u;
 
 inline constexpr const char* kHarkCudaDeviceCountSymbol = "hark_cuda_device_count";
-// Versioned: a module built before compute types existed is refused, not misused.
-inline constexpr const char* kHarkCudaCreateBackendSymbol = "hark_cuda_create_backend_v2";
+// Versioned: a module built before these options existed is refused, not misused.
+inline constexpr const char* kHarkCudaCreateBackendSymbol = "hark_cuda_create_backend_v3";
 }

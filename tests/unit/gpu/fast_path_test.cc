@@ -1,4 +1,4 @@
-// The CUDA fast path (f16 / bf16 activations) against the CUDA fp32 reference path on the
+// The CUDA fast path (f16 / bf16 activations, and fp8's e4m3 encoder products) against the CUDA fp32 reference path on the
 // synthetic checkpoints of the real shapes: the encoder output, the decoder's argmax under
 // teacher forcing (at most two steps may pick another token), free-running greedy decoding
 // (edit distance ≤ 2 where the reference's top-2 margins exceed twice the fast path's
@@ -99,6 +99,15 @@ SelectionRules timestamp_rules(int vocab) {
   return rules;
 }
 
+// The encoder output's relative L2 error against fp32. fp8: every product's operands
+// rounded to 3 mantissa bits (each product ~0.04 off), through the layers' residual stream.
+double encoder_tolerance(const std::string& compute) {
+  return compute == "f16" ? 2e-2 : compute == "bf16" ? 8e-2 : 0.25;
+}
+// Batched windows against one window at a time: the products' kernels differ with the row
+// count (cuBLASLt picks per shape), so the sums round differently; fp8's products more so.
+double batch_tolerance(const std::string& compute) { return compute == "fp8" ? 3e-2 : 3e-3; }
+
 class FastPath : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   void SetUp() override {
@@ -117,7 +126,8 @@ TEST_P(FastPath, WithinTwoTokensOfTheReferencePath) {
   const double enc = test::relative_l2(m.fast->backend().to_host(audio_fast->features).to_f32(),
                                        m.ref->backend().to_host(audio_ref->features));
   RecordProperty("encoder_rel_l2", std::to_string(enc));
-  EXPECT_LE(enc, compute == "f16" ? 2e-2 : 8e-2) << "encoder output";
+  std::printf("[%s %s] encoder relative L2 against fp32: %.4f\n", size.c_str(), compute.c_str(), enc);
+  EXPECT_LE(enc, encoder_tolerance(compute)) << "encoder output";
 
   // Teacher forcing on the reference's greedy tokens: how often the fast argmax differs.
   const std::vector<int> ref_tokens = greedy(*m.ref, audio_ref, kSteps);
@@ -218,10 +228,13 @@ TEST_P(FastPath, BatchedWindowsEqualSingleWindows) {
   for (size_t i = 0; i < mels.size(); ++i) {
     auto single = m.fast->prepare_audio(mels[i]);
     Backend& be = m.fast->backend();
-    EXPECT_LE(test::relative_l2(be.to_host(batch[i]->features).to_f32(), be.to_host(single->features).to_f32()), 3e-3)
-        << "window " << i;
-    EXPECT_LE(test::relative_l2(be.to_host(batch[i]->cross_kv).to_f32(), be.to_host(single->cross_kv).to_f32()), 3e-3)
-        << "window " << i;
+    const double features =
+        test::relative_l2(be.to_host(batch[i]->features).to_f32(), be.to_host(single->features).to_f32());
+    const double kv = test::relative_l2(be.to_host(batch[i]->cross_kv).to_f32(), be.to_host(single->cross_kv).to_f32());
+    std::printf("[%s %s] batched against single window %zu: features %.2e, cross K/V %.2e\n", size.c_str(),
+                compute.c_str(), i, features, kv);
+    EXPECT_LE(features, batch_tolerance(compute)) << "window " << i;
+    EXPECT_LE(kv, batch_tolerance(compute)) << "window " << i;
   }
 }
 
@@ -352,7 +365,7 @@ TEST_P(FastPath, TwoModelsOnOneBackendKeepTheirOwnRecordings) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FastPath,
                          ::testing::Combine(::testing::Values("tiny", "base", "large-v3-turbo"),
-                                            ::testing::Values("f16", "bf16")),
+                                            ::testing::Values("f16", "bf16", "fp8")),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
                            for (auto& c : n) c = (c == '-' || c == '.') ? '_' : c;

@@ -44,6 +44,11 @@ TEST(ComputeType, ParsesEveryNameAndRefusesOthers) {
   EXPECT_EQ(q4k.weights, DType::Q4_K);
   EXPECT_TRUE(q4k.requantize);
   expect_invalid([] { compute_type_named("int4"); }, "int8_float32");
+  const ComputeType fp8 = compute_type_named("float8");
+  EXPECT_EQ(fp8.name, "fp8");
+  EXPECT_FALSE(fp8.weights.has_value()) << "fp8 quantizes on the GPU, at first use; the checkpoint stays as stored";
+  EXPECT_FALSE(fp8.cpu);
+  EXPECT_TRUE(fp8.gpu);
 }
 
 TEST(ComputeType, EachDeviceRefusesWhatItCannotRun) {
@@ -56,6 +61,12 @@ TEST(ComputeType, EachDeviceRefusesWhatItCannotRun) {
   // The backends' own check of the activation dtype agrees.
   EXPECT_EQ(parse_compute_type("q4_k", Device::Cpu), DType::F32);
   expect_invalid([] { parse_compute_type("int8", Device::Cuda); }, "CPU only");
+  // fp8: the GPU's (f16 activations there), refused on the CPU by both checks.
+  expect_invalid([] { check_compute_type(compute_type_named("fp8"), Device::Cpu); }, "GPU compute type");
+  expect_invalid([] { parse_compute_type("fp8", Device::Cpu); }, "on the CPU use");
+  EXPECT_EQ(parse_compute_type("fp8", Device::Cuda), DType::F16);
+  EXPECT_TRUE(compute_type_fp8("fp8"));
+  EXPECT_FALSE(compute_type_fp8("f16"));
 }
 
 TEST(ComputeType, Int8QuantizesTheMatricesAtLoad) {
