@@ -117,7 +117,8 @@ class CudaBackend final : public Backend {
   // Whether y = epilogue(x·wᵀ + bias) runs as an fp8 product (an fp8 region of this
   // thread, enough rows, multiples of 16, a cuBLASLt algorithm for it, y in the act dtype).
   bool e4m3_applies(int64_t m, int64_t n, int64_t k, bool bias, DType y_dt, Epilogue epilogue);
-  // fp8_parts_ from HARK_CUDA_FP8_PARTS ("conv,attention,mlp,kv", "all" or "none").
+  // fp8_parts_ from HARK_CUDA_FP8_PARTS ("conv,attention,mlp,kv", "all" or "none"; unset:
+  // conv,mlp).
   static unsigned fp8_parts_setting();
   // The e4m3 copy of a resident 16-bit weight [n, k] and its per-row scales, made on first use.
   // The cache is keyed by the 16-bit weight's address: a weight the caller passed as a
@@ -181,8 +182,8 @@ class CudaBackend final : public Backend {
   bool fused_self_step_ = false;  // HARK_CUDA_FUSED_SELF=1 (opt-in until run on a GPU)
 
   bool fp8_products_ = false;  // --compute-type fp8
-  // The encoder parts whose products run in fp8, one bit per Fp8Part (HARK_CUDA_FP8_PARTS,
-  // a measurement switch: cuda_fp8_products.cc).
+  // The encoder parts whose products run in fp8, one bit per Fp8Part: the convolutions and
+  // the MLP unless HARK_CUDA_FP8_PARTS says otherwise (cuda_fp8_products.cc).
   unsigned fp8_parts_ = 0;
   std::map<const void*, E4m3Weight> e4m3_weights_;  // keyed by the resident 16-bit weight
 

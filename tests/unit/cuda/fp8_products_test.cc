@@ -1,5 +1,5 @@
-// --compute-type fp8 on the GPU: inside an fp8 region, products of at least 1024 rows take
-// e4m3 operands (per-row activation scales, per-channel weight scales). Against the CPU's
+// --compute-type fp8 on the GPU: inside an fp8 region of a chosen part (the convolutions and
+// the MLP by default), products of at least 1024 rows take e4m3 operands (per-row activation scales, per-channel weight scales). Against the CPU's
 // fp32 products on random data, within a relative L2 error of 0.06: e4m3 keeps 3 mantissa
 // bits, so each operand carries up to 2⁻⁴ relative rounding (measured 0.037-0.039 for the
 // product on an H200, cuBLASLt's fp8 against its f16 GEMM). Outside a region, and below
@@ -148,6 +148,21 @@ TEST_F(Fp8Products, RegionIsScopedAndNests) {
     EXPECT_EQ(fp8->set_fp8_region(Part::Attention), Part::Attention) << "the outer region again after the inner one";
   }
   EXPECT_EQ(fp8->set_fp8_region(Part::None), Part::None) << "closed again";
+}
+
+// By default the convolutions and the MLP run in fp8; the attention's products and the
+// cross-attention K/V stay f16.
+TEST_F(Fp8Products, DefaultPartsAreTheConvolutionsAndTheMlp) {
+  Tensor x = random({1500, 256}), w = random({256, 256}, 0.1f);
+  Tensor y16 = ops::linear(*f16, up(*f16, x), w, nullptr);
+  for (auto part : {Backend::Fp8Part::Attention, Backend::Fp8Part::CrossKv}) {
+    const Fp8Region region(*fp8, part);
+    EXPECT_TRUE(same_bits(*fp8, ops::linear(*fp8, up(*fp8, x), w, nullptr), *f16, y16)) << static_cast<int>(part);
+  }
+  for (auto part : {Backend::Fp8Part::Convolutions, Backend::Fp8Part::Mlp}) {
+    const Fp8Region region(*fp8, part);
+    EXPECT_FALSE(same_bits(*fp8, ops::linear(*fp8, up(*fp8, x), w, nullptr), *f16, y16)) << static_cast<int>(part);
+  }
 }
 
 // HARK_CUDA_FP8_PARTS picks the parts (read when a backend is made): the others stay f16.

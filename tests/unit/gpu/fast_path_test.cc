@@ -99,14 +99,12 @@ SelectionRules timestamp_rules(int vocab) {
   return rules;
 }
 
-// The encoder output's relative L2 error against fp32. fp8: every product's operands
-// rounded to 3 mantissa bits (each product ~0.04 off), through the layers' residual stream.
+// The encoder output's relative L2 error against fp32. fp8: the convolutions' and the MLP's
+// operands rounded to 3 mantissa bits (each product ~0.04 off), through the layers'
+// residual stream: measured 0.042 (tiny), 0.048 (base), 0.053 (large-v3-turbo) on an H200.
 double encoder_tolerance(const std::string& compute) {
-  return compute == "f16" ? 2e-2 : compute == "bf16" ? 8e-2 : 0.25;
+  return compute == "f16" ? 2e-2 : compute == "bf16" ? 8e-2 : 0.08;
 }
-// Batched windows against one window at a time: the products' kernels differ with the row
-// count (cuBLASLt picks per shape), so the sums round differently; fp8's products more so.
-double batch_tolerance(const std::string& compute) { return compute == "fp8" ? 3e-2 : 3e-3; }
 
 class FastPath : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
@@ -233,8 +231,8 @@ TEST_P(FastPath, BatchedWindowsEqualSingleWindows) {
     const double kv = test::relative_l2(be.to_host(batch[i]->cross_kv).to_f32(), be.to_host(single->cross_kv).to_f32());
     std::printf("[%s %s] batched against single window %zu: features %.2e, cross K/V %.2e\n", size.c_str(),
                 compute.c_str(), i, features, kv);
-    EXPECT_LE(features, batch_tolerance(compute)) << "window " << i;
-    EXPECT_LE(kv, batch_tolerance(compute)) << "window " << i;
+    EXPECT_LE(features, 3e-3) << "window " << i;
+    EXPECT_LE(kv, 3e-3) << "window " << i;
   }
 }
 
