@@ -225,7 +225,7 @@ class Fp8Region {
 struct BackendOptions {
   int threads = 0;                   // CPU: 0 = all hardware threads
   std::string compute_type = "auto";  // activations: auto (f16 on a GPU, f32 on the CPU), f32, f16, bf16; the
-                                      // GPU also takes fp8 (f16 activations, the encoder's products in e4m3),
+                                      // GPU also takes fp8 (f16 activations, encoder products in e4m3),
                                       // the CPU int8 and the ggml types (fp32 activations)
   DType cross_kv = DType::F32;        // CPU: storage of the cross-attention K/V (f32, f16 or q8_0)
   // CPU: decode as the GPU fast path does, tokens chosen with select_tokens next to the

@@ -45,7 +45,7 @@ ComputeType compute_type_named(const std::string& name) {
     ct.name = name[0] == 'b' ? "bf16" : "f16";  // the GPU's activation dtypes (core/backend.h)
     ct.cpu = false;
   } else if (compute_type_fp8(name)) {
-    ct.name = "fp8";  // f16 activations, the encoder's products on e4m3 operands (core/cuda/cuda_fp8_products.cc)
+    ct.name = "fp8";  // f16 activations, encoder products on e4m3 operands (core/cuda/cuda_fp8_products.cc)
     ct.cpu = false;
   } else if (name == "int8" || name == "int8_float16" || name == "int8_float32") {
     ct.name = name;

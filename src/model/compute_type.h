@@ -5,9 +5,9 @@
 //   f32           fp32 arithmetic on the weights as stored, quantized ones widened to fp32 at
 //                 load: the reference path
 //   f16, bf16     the GPU's half-precision activations (weights as stored)
-//   fp8           f16 on the GPU, with the encoder's products (and the cross-attention K/V
-//                 product) on e4m3 operands: per-row activation and per-channel weight
-//                 scales, fp32 accumulation; the decoder stays in f16 (compute capability 8.9+)
+//   fp8           f16 on the GPU, with the encoder's convolution and MLP products on e4m3
+//                 operands: per-row activation and per-channel weight scales, fp32
+//                 accumulation; attention, cross K/V and decoder in f16 (compute capability 8.9+)
 //   int8          8-bit weights: float 2-D weights become q8_0 at load (per block of 32,
 //                 fp16 scale), integer dot products; cross-attention K/V in q8_0 too
 //   int8_float16, int8_float32

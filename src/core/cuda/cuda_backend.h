@@ -4,8 +4,8 @@
 // work runs on one stream; weights are uploaded once, on first use, in the dtype the
 // kernels read. replay() records a step as a CUDA graph (cuda_replay.cc). make_lane()
 // gives a second backend on its own stream for work that runs beside this one's. With fp8
-// products (--compute-type fp8) the large products of an fp8 region take e4m3 operands
-// (cuda_fp8_products.cc).
+// products (--compute-type fp8) the large products of the chosen fp8 regions take e4m3
+// operands (cuda_fp8_products.cc).
 #pragma once
 
 #include <cublas_v2.h>

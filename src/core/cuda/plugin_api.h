@@ -19,7 +19,7 @@ using HarkCudaDeviceCount = int (*)();
 // hark ErrorCode as int, and a message) filled in. The caller owns the backend.
 using HarkCudaCreateBackend = hark::Backend* (*)(int index, int act_dtype, unsigned options, int* error_code,
                                                  char* message, size_t message_size);
-// The encoder's products in e4m3 (--compute-type fp8; act_dtype F16 or BF16).
+// Encoder products in e4m3 (--compute-type fp8; act_dtype F16 or BF16).
 inline constexpr unsigned kHarkCudaFp8Products = 1u;
 
 inline constexpr const char* kHarkCudaDeviceCountSymbol = "hark_cuda_device_count";
