@@ -69,22 +69,12 @@ struct SequenceGroup {
 struct EncodeRequest {
   Tensor mel;
   int audio_ctx = 0;
-  BatchClock::time_point request_start{};  // when the window's request (run) began
   const std::atomic<bool>* cancel = nullptr;
   std::shared_ptr<const AudioContext> result;
   std::exception_ptr error;
   bool done = false;
   std::condition_variable wake;
 };
-
-// Queues `r` among the waiting windows. By request age (the default): behind every window
-// of a request that began no later, ahead of newer requests' windows, so that a long
-// clip's second and later windows, submitted only once the one before is decoded, do not
-// wait behind the first windows of requests that arrived after it (the tail of a load
-// with 10-60 s clips is its longest clips). by_window_order: at the back (first come,
-// first served per window: HARK_ENCODE_ORDER=window, a measurement switch).
-void queue_window(std::deque<std::shared_ptr<EncodeRequest>>& queue, std::shared_ptr<EncodeRequest> r,
-                  bool by_window_order);
 
 struct ExclusiveRequest {
   std::function<void()> fn;
@@ -100,7 +90,6 @@ struct BatchScheduler::Impl {
   WhisperModel& model;
   BatchOptions options;
   int encode_budget = 1;
-  bool windows_in_arrival_order = false;  // HARK_ENCODE_ORDER=window (queue_window)
 
   mutable std::mutex mutex;
   std::condition_variable work;  // the scheduler's thread waits here

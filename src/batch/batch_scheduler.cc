@@ -3,10 +3,6 @@
 // runs' threads make to queue that work.
 #include "batch/batch_internal.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <string>
-
 namespace hark {
 namespace {
 
@@ -39,21 +35,6 @@ BatchScheduler::Impl::Impl(WhisperModel& m, BatchOptions o) : model(m), options(
                   : model.backend().device() == Device::Cpu ? 1
                                                             : 16;
   stats.max_rows = options.max_rows;
-  if (const char* env = std::getenv("HARK_ENCODE_ORDER"); env && std::string(env) == "window")
-    windows_in_arrival_order = true;
-}
-
-void queue_window(std::deque<std::shared_ptr<EncodeRequest>>& queue, std::shared_ptr<EncodeRequest> r,
-                  bool by_window_order) {
-  if (by_window_order) {
-    queue.push_back(std::move(r));
-    return;
-  }
-  const auto later = std::upper_bound(queue.begin(), queue.end(), r->request_start,
-                                      [](BatchClock::time_point t, const std::shared_ptr<EncodeRequest>& q) {
-                                        return t < q->request_start;
-                                      });
-  queue.insert(later, std::move(r));
 }
 
 BatchScheduler::BatchScheduler(WhisperModel& model, BatchOptions options)
@@ -85,17 +66,15 @@ BatchStats BatchScheduler::stats() const {
 }
 
 std::shared_ptr<const AudioContext> BatchScheduler::encode(const Tensor& mel, int audio_ctx,
-                                                           const std::atomic<bool>* cancel,
-                                                           std::chrono::steady_clock::time_point request_start) {
+                                                           const std::atomic<bool>* cancel) {
   if (is_set(cancel)) std::rethrow_exception(cancelled());
   auto r = std::make_shared<EncodeRequest>();
   r->mel = mel;
   r->audio_ctx = audio_ctx;
   r->cancel = cancel;
-  r->request_start = request_start;
   std::unique_lock lock(impl_->mutex);
   if (impl_->stopping) std::rethrow_exception(unavailable());
-  queue_window(impl_->encodes, r, impl_->windows_in_arrival_order);
+  impl_->encodes.push_back(r);
   if (impl_->lane_model)
     impl_->lane_work.notify_one();
   else

@@ -26,7 +26,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -60,11 +59,7 @@ class BatchScheduler {
   // Each call blocks its (run's) thread until the scheduler has done the work. `cancel`
   // (may be null) is polled: once set, the call fails with ErrorCode::Cancelled and the
   // run's rows are given back at the next step.
-  // `request_start`: when the window's request began; waiting windows are encoded oldest
-  // request first (queue_window, batch_internal.h).
-  std::shared_ptr<const AudioContext> encode(const Tensor& mel, int audio_ctx, const std::atomic<bool>* cancel,
-                                            std::chrono::steady_clock::time_point request_start =
-                                                std::chrono::steady_clock::now());
+  std::shared_ptr<const AudioContext> encode(const Tensor& mel, int audio_ctx, const std::atomic<bool>* cancel);
   // Runs `fn` on the scheduler's thread between two steps (the model is free then).
   void run_exclusive(const std::function<void()>& fn, const std::atomic<bool>* cancel);
   // An Inference for DecodingTask whose rows live in the shared batch.

@@ -146,11 +146,7 @@ class WhisperEngine : public Engine {
     access.exclusive = [s, cancel](const std::function<void()>& fn) { s->run_exclusive(fn, cancel); };
     const bool whole_windows = options.audio_ctx <= 0 || options.audio_ctx >= model.hparams().n_audio_ctx;
     if (&model == &model_ && whole_windows) {
-      // Each of the run's windows carries the run's start: the scheduler encodes waiting
-      // windows oldest request first.
-      access.encode = [s, cancel, start = std::chrono::steady_clock::now()](const Tensor& mel, int audio_ctx) {
-        return s->encode(mel, audio_ctx, cancel, start);
-      };
+      access.encode = [s, cancel](const Tensor& mel, int audio_ctx) { return s->encode(mel, audio_ctx, cancel); };
       access.inference = [s, cancel](std::shared_ptr<const AudioContext> audio) {
         return s->inference(std::move(audio), cancel);
       };
