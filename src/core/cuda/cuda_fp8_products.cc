@@ -1,7 +1,7 @@
 // CudaBackend's fp8 products (--compute-type fp8). Inside an fp8 region of a chosen part
 // (the encoder's convolutions and MLP by default; the model marks the parts,
-// model/whisper_model.cc), a product of at least kE4m3MinRows rows runs on e4m3 operands through cuBLASLt (gemm_lt.cc, run_e4m3): the
-// activation is scaled per row and the weight per output channel (device/e4m3.cuh), and
+// model/whisper_model.cc), a product of at least kE4m3MinRows rows runs on e4m3 operands
+// through cuBLASLt (gemm_lt.cc, run_e4m3): the activation is scaled per row and the weight per output channel (device/e4m3.cuh), and
 // the product multiplies both scales back in before the bias, GELU or residual epilogue,
 // which stay in the 16-bit activation dtype. A layer norm in front of a product writes its
 // output in e4m3 directly (layer_norm_e4m3); other inputs take one quantizing pass
