@@ -24,6 +24,13 @@ check "missing model is a clear error (rc $rc)" $?
 rc=$?
 [ $rc -ne 0 ] && grep -q "hark: error" "$err"
 check "missing audio is a clear error (rc $rc)" $?
+
+# A GPU compute type on the CPU is refused before anything loads, and says what to use.
+"$hark" transcribe "$root/tests/data/toy-eval/en-single-01.wav" --model "$root/models/hark-toy-speech" \
+  --device cpu --compute-type fp8 >/dev/null 2>"$err"
+rc=$?
+[ $rc -ne 0 ] && grep -q "GPU compute type" "$err" && grep -q "on the CPU use" "$err"
+check "fp8 on the CPU is a clear error (rc $rc: $(head -c 200 "$err"))" $?
 rm -f "$err"
 
 "$hark" probe "$root/tests/data/audio/jfk.wav" >/dev/null 2>&1
