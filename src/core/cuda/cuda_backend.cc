@@ -208,7 +208,7 @@ void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, T
   }
   const void* w16 = resident(w, act_);
   const void* b16 = bias ? resident(*bias, act_) : nullptr;
-  if (linear_e4m3(x, w16, n, w.device() == Device::Cuda ? w : Tensor(), b16, y, epilogue)) return;
+  if (linear_e4m3(x, w, w16, b16, y, epilogue)) return;
   product_half(x.raw(), m, k, w16, n, b16, y.dtype(), y.raw(), epilogue);
 }
 
@@ -282,10 +282,7 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
 void CudaBackend::norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
                               const Tensor* bias, Tensor& y, Epilogue epilogue) {
   cuda::use_device(device_index_);
-  if (fp8_products_ && norm_linear_e4m3(x, gamma, beta, eps, resident(w, act_), w.dim(0),
-                                        w.device() == Device::Cuda ? w : Tensor(),
-                                        bias ? resident(*bias, act_) : nullptr, y, epilogue))
-    return;
+  if (norm_linear_e4m3(x, gamma, beta, eps, w, bias, y, epilogue)) return;
   if (!fuse_norm(x, gamma, beta, eps, w, bias, y, epilogue)) Backend::norm_linear(x, gamma, beta, eps, w, bias, y, epilogue);
 }
 
@@ -295,9 +292,7 @@ void CudaBackend::norm_linear_packed(const Tensor& x, const Tensor& gamma, const
   cuda::use_device(device_index_);
   const Packed& p = packed_weights(ws, biases);
   const Tensor* bias = p.bias.defined() ? &p.bias : nullptr;
-  if (fp8_products_ && norm_linear_e4m3(x, gamma, beta, eps, p.weight.raw(), p.weight.dim(0), p.weight,
-                                        bias ? bias->raw() : nullptr, y, Epilogue::None))
-    return;
+  if (norm_linear_e4m3(x, gamma, beta, eps, p.weight, bias, y, Epilogue::None)) return;
   if (!fuse_norm(x, gamma, beta, eps, p.weight, bias, y, Epilogue::None)) {
     Tensor h = alloc(x.shape(), act_);
     layer_norm(x, gamma, beta, eps, h);

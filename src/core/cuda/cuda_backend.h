@@ -121,23 +121,23 @@ class CudaBackend final : public Backend {
   // conv,mlp).
   static unsigned fp8_parts_setting();
   // The e4m3 copy of a resident 16-bit weight [n, k] and its per-row scales, made on first use.
-  // The cache is keyed by the 16-bit weight's address: a weight the caller passed as a
-  // device tensor (`device_weight`, a packed one) is kept with its copy so that the address
+  // The cache is keyed by the resident 16-bit weight's address (w16). A weight the caller
+  // passed as a device tensor (a packed one) is kept with its copy, so that the address
   // cannot name another weight later; host weights are kept by weights_ already.
   struct E4m3Weight {
     Tensor values, scales, device_weight;
   };
-  const E4m3Weight& e4m3_weight(const void* w, int64_t n, int64_t k, const Tensor& device_weight);
-  // y = epilogue(x·wᵀ + bias) from x already in e4m3 (values [m, k], scales [m]); w and bias
-  // the resident 16-bit copies.
-  void product_e4m3(const Tensor& x_values, const Tensor& x_scales, const void* w, int64_t n,
-                    const Tensor& device_weight, const void* bias, Tensor& y, Epilogue epilogue);
-  // linear() and norm_linear() as fp8 products (w, bias: resident 16-bit copies); false
-  // where e4m3_applies() says no.
-  bool linear_e4m3(const Tensor& x, const void* w, int64_t n, const Tensor& device_weight, const void* bias, Tensor& y,
-                   Epilogue epilogue);
-  bool norm_linear_e4m3(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const void* w, int64_t n,
-                        const Tensor& device_weight, const void* bias, Tensor& y, Epilogue epilogue);
+  const E4m3Weight& e4m3_weight(const Tensor& w, const void* w16);
+  // y = epilogue(x·wᵀ + bias) from x already in e4m3 (values [m, k], scales [m]); w16 and b16
+  // the resident 16-bit copies of w and the bias.
+  void product_e4m3(const Tensor& x_values, const Tensor& x_scales, const Tensor& w, const void* w16, const void* b16,
+                    Tensor& y, Epilogue epilogue);
+  // linear() and norm_linear() as fp8 products; false where e4m3_applies() says no (checked
+  // before anything else is looked up: every product asks). linear_e4m3 takes the resident
+  // copies linear() has already made.
+  bool linear_e4m3(const Tensor& x, const Tensor& w, const void* w16, const void* b16, Tensor& y, Epilogue epilogue);
+  bool norm_linear_e4m3(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                        const Tensor* bias, Tensor& y, Epilogue epilogue);
 
   struct Arena;
   // Device memory from the stream-ordered pool, allocated on this stream and released on

@@ -76,52 +76,51 @@ bool CudaBackend::e4m3_applies(int64_t m, int64_t n, int64_t k, bool bias, DType
   return lt_->has_e4m3(m, k, n, bias, y_dt, lt_epilogue(epilogue));
 }
 
-const CudaBackend::E4m3Weight& CudaBackend::e4m3_weight(const void* w, int64_t n, int64_t k,
-                                                        const Tensor& device_weight) {
+const CudaBackend::E4m3Weight& CudaBackend::e4m3_weight(const Tensor& w, const void* w16) {
+  const int64_t n = w.dim(0), k = w.dim(1);
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  auto it = e4m3_weights_.find(w);
+  auto it = e4m3_weights_.find(w16);
   if (it != e4m3_weights_.end()) {
     if (it->second.values.dim(0) != n || it->second.values.dim(1) != k)
       throw Error(ErrorCode::Internal, "[cuda] an e4m3 weight was cached with another shape");
     return it->second;
   }
   const PauseArena pause(arena_);  // kept for the backend's lifetime, like the 16-bit copy
-  E4m3Weight q{alloc({n, k}, DType::F8_E4M3), alloc({n}, DType::F32), device_weight};
-  cuda::quantize_rows_e4m3(act_, w, n, k, q.values.raw(), q.scales.data<float>(), stream_);
+  E4m3Weight q{alloc({n, k}, DType::F8_E4M3), alloc({n}, DType::F32), w.device() == Device::Cuda ? w : Tensor()};
+  cuda::quantize_rows_e4m3(act_, w16, n, k, q.values.raw(), q.scales.data<float>(), stream_);
   cuda::check_launch("quantize_rows_e4m3 (weights)");
-  return e4m3_weights_.emplace(w, std::move(q)).first->second;
+  return e4m3_weights_.emplace(w16, std::move(q)).first->second;
 }
 
-void CudaBackend::product_e4m3(const Tensor& x_values, const Tensor& x_scales, const void* w, int64_t n,
-                               const Tensor& device_weight, const void* bias, Tensor& y, Epilogue epilogue) {
-  const int64_t k = x_values.dim(-1), m = x_scales.numel();
-  const E4m3Weight& qw = e4m3_weight(w, n, k, device_weight);
-  lt_->run_e4m3(x_values.raw(), x_scales.data<float>(), m, k, qw.values.raw(), qw.scales.data<float>(), n, bias,
-                y.dtype(), y.raw(), lt_epilogue(epilogue));
+void CudaBackend::product_e4m3(const Tensor& x_values, const Tensor& x_scales, const Tensor& w, const void* w16,
+                               const void* b16, Tensor& y, Epilogue epilogue) {
+  const E4m3Weight& qw = e4m3_weight(w, w16);
+  lt_->run_e4m3(x_values.raw(), x_scales.data<float>(), x_scales.numel(), x_values.dim(-1), qw.values.raw(),
+                qw.scales.data<float>(), w.dim(0), b16, y.dtype(), y.raw(), lt_epilogue(epilogue));
 }
 
-bool CudaBackend::linear_e4m3(const Tensor& x, const void* w, int64_t n, const Tensor& device_weight, const void* bias,
-                              Tensor& y, Epilogue epilogue) {
+bool CudaBackend::linear_e4m3(const Tensor& x, const Tensor& w, const void* w16, const void* b16, Tensor& y,
+                              Epilogue epilogue) {
   const int64_t k = x.dim(-1), m = x.numel() / k;
-  if (!e4m3_applies(m, n, k, bias != nullptr, y.dtype(), epilogue)) return false;
+  if (!e4m3_applies(m, w.dim(0), k, b16 != nullptr, y.dtype(), epilogue)) return false;
   Tensor values = alloc({m, k}, DType::F8_E4M3), scales = alloc({m}, DType::F32);
   cuda::quantize_rows_e4m3(act_, x.raw(), m, k, values.raw(), scales.data<float>(), stream_);
   cuda::check_launch("quantize_rows_e4m3");
-  product_e4m3(values, scales, w, n, device_weight, bias, y, epilogue);
+  product_e4m3(values, scales, w, w16, b16, y, epilogue);
   return true;
 }
 
-bool CudaBackend::norm_linear_e4m3(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const void* w,
-                                   int64_t n, const Tensor& device_weight, const void* bias, Tensor& y,
-                                   Epilogue epilogue) {
+bool CudaBackend::norm_linear_e4m3(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                                   const Tensor* bias, Tensor& y, Epilogue epilogue) {
   const int64_t k = x.dim(-1), m = x.numel() / k;
-  if (k > cuda::kLayerNormE4m3MaxWidth || !e4m3_applies(m, n, k, bias != nullptr, y.dtype(), epilogue)) return false;
+  if (k > cuda::kLayerNormMaxRegisterWidth || !e4m3_applies(m, w.dim(0), k, bias != nullptr, y.dtype(), epilogue))
+    return false;
   Tensor values = alloc({m, k}, DType::F8_E4M3), scales = alloc({m}, DType::F32);
   cuda::layer_norm_e4m3(act_, x.raw(), static_cast<const float*>(resident(gamma, DType::F32)),
                         static_cast<const float*>(resident(beta, DType::F32)), values.raw(), scales.data<float>(), m, k,
                         eps, stream_);
   cuda::check_launch("layer_norm_e4m3");
-  product_e4m3(values, scales, w, n, device_weight, bias, y, epilogue);
+  product_e4m3(values, scales, w, resident(w, act_), bias ? resident(*bias, act_) : nullptr, y, epilogue);
   return true;
 }
 

@@ -63,11 +63,12 @@ void quantize_rows_e4m3(DType dt, const void* x, int64_t rows, int64_t d, void* 
   dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
     auto* out = static_cast<uint8_t*>(q);
-    if (d <= 8 * 32 * 8)
-      launch_kernel(quantize_rows_kernel<T, 8>, blocks_for(rows, kWarps), kWarps * 32, 0, stream, static_cast<const T*>(x),
+    constexpr int kNarrowSlots = 8;  // 16-byte loads per lane: rows up to 8 · 32 lanes · 8 values = 2048
+    if (d <= kNarrowSlots * 32 * 8)
+      launch_kernel(quantize_rows_kernel<T, kNarrowSlots>, blocks_for(rows, kWarps), kWarps * 32, 0, stream, static_cast<const T*>(x),
                     rows, static_cast<int>(d), out, scale);
-    else
-      launch_kernel(quantize_rows_kernel<T, 32>, blocks_for(rows, kWarps), kWarps * 32, 0, stream,
+    else  // up to kE4m3MaxWidth (8192)
+      launch_kernel(quantize_rows_kernel<T, kE4m3MaxWidth / (32 * 8)>, blocks_for(rows, kWarps), kWarps * 32, 0, stream,
                     static_cast<const T*>(x), rows, static_cast<int>(d), out, scale);
   });
 }

@@ -46,11 +46,12 @@ void softmax(float* scores, int64_t blocks, int64_t tq, int64_t tk, bool causal,
 // y = (x − mean) / sqrt(var + eps) · gamma + beta per row; gamma/beta f32.
 void layer_norm(DType dt, const void* x, const float* gamma, const float* beta, void* y, int64_t rows, int64_t d,
                 float eps, cudaStream_t stream);
+// The widest row the layer norm holds in registers (wider rows: a slower kernel).
+constexpr int kLayerNormMaxRegisterWidth = 2048;
 // The same layer norm written as e4m3 with one fp32 scale per row (fp8.cu's format), for
-// an fp8 product (f16 / bf16 x; d a multiple of 8, at most 2048).
+// an fp8 product (f16 / bf16 x; d a multiple of 8, at most kLayerNormMaxRegisterWidth).
 void layer_norm_e4m3(DType dt, const void* x, const float* gamma, const float* beta, void* q, float* scale, int64_t rows,
                      int64_t d, float eps, cudaStream_t stream);
-constexpr int64_t kLayerNormE4m3MaxWidth = 2048;
 
 // ---- fp8.cu: e4m3 operands (device/e4m3.cuh) ---------------------------------------------
 // q[r, ·] = x[r, ·] / scale[r] rounded to e4m3, scale[r] = max |x[r, ·]| / 448 (f16 / bf16 x;

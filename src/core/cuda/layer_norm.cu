@@ -15,7 +15,7 @@ namespace {
 
 using namespace device;
 constexpr int kWarps = 2;  // small blocks: 1500 rows spread evenly over the SMs
-constexpr int kMaxWidth = 2048;  // widest row held in registers (Whisper's is 1280)
+constexpr int kMaxWidth = kLayerNormMaxRegisterWidth;  // widest row held in registers (Whisper's is 1280)
 
 // kToE4m3: the normalised row is written as e4m3 with its scale (device/e4m3.cuh) to q and
 // scale instead of to y, for an fp8 product: it is already in registers, so its largest
@@ -159,9 +159,9 @@ void layer_norm_e4m3(DType dt, const void* x, const float* gamma, const float* b
   if (rows <= 0) return;
   const bool aligned = reinterpret_cast<uintptr_t>(gamma) % 16 == 0 && reinterpret_cast<uintptr_t>(beta) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % 8 == 0;
-  if (d % 8 != 0 || d > kLayerNormE4m3MaxWidth || !aligned)
+  if (d % 8 != 0 || d > kMaxWidth || !aligned)
     throw Error(ErrorCode::Internal, "[cuda] the e4m3 layer norm needs a width that is a multiple of 8, at most " +
-                                         std::to_string(kLayerNormE4m3MaxWidth) + ", and aligned rows (got " +
+                                         std::to_string(kMaxWidth) + ", and aligned rows (got " +
                                          std::to_string(d) + ")");
   dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);

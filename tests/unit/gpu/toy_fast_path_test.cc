@@ -4,7 +4,8 @@
 // tokens per clip; identical text is expected and counted. A clip whose oracle decoding
 // has a near-tie (references.json `oracle.min_margin`, the smallest top-2 logit gap, below
 // what the compute type moves a logit by: 0.02 in f16, 0.1 in bf16, whose logits differ
-// from fp32 by up to ~0.05 on tiny, and in fp8) may legitimately part from fp32 there: its distance
+// from fp32 by up to ~0.05 on tiny; fp8 takes bf16's 0.1, not measured on this model) may
+// legitimately part from fp32 there: its distance
 // is recorded, not judged (on an earlier checkpoint es-multi-18, gap 0.026, went "¡Cli
 // canded!" in fp32 and "Click Add." — the truth — in bf16: six tokens). Also: the CUDA fp32 path gives
 // the CPU's tokens, `faithful` requests on a fast engine give the fp32 tokens, and word
