@@ -12,6 +12,9 @@
 #        real-length decoding of one window a clip, where random weights otherwise decode
 #        224 tokens a window and seek to random timestamps)
 #        SERVERS="1 0" (the --max-batch values compared; 0 = batching)
+#        RATES="" (open loop: requests per second, one run per rate, at most CONCURRENCY in
+#        flight, latency from each arrival; empty = closed loop, CONCURRENCY clients
+#        sending back to back)
 #        DEVICES="$DEVICE" (several, e.g. "cuda:0 cuda:all", compares one GPU with all:
 #        each device list is served in turn; set WARMUP to the concurrency so that every
 #        GPU has run before the timed part)
@@ -29,6 +32,7 @@ threads=${THREADS:-2}
 device=${DEVICE:-cpu}
 devices=${DEVICES:-$device}
 servers=${SERVERS:-1 0}
+rates=${RATES:-closed}
 warmup=${WARMUP:-2}
 out=${OUT:-/tmp/hark-bench-batching}
 models=("$@")
@@ -68,17 +72,20 @@ serve() {  # model, max_batch → sets pid and port
   echo "server did not start:"; cat "$log"; exit 1
 }
 
-printf '%-24s %-10s %-9s %5s %9s %8s %8s %8s %7s %6s %9s  %s\n' model device server round "audio_s/s" p50_ms p95_ms \
+printf '%-24s %-10s %-14s %5s %9s %8s %8s %8s %7s %6s %9s  %s\n' model device server round "audio_s/s" p50_ms p95_ms \
   p99_ms wall_s errors rows/step "scheduler seconds: step/gather/prefill/encode; ms per step; tokens fed back; requests per device"
 for model in "${models[@]}"; do
   for round in $(seq 1 "$rounds"); do
     for device in $devices; do
       for max_batch in $servers; do
+      for rate in $rates; do
         name=$([[ $max_batch == 1 ]] && echo one-at-a-time || echo batching)
+        rate_args=()
+        [[ $rate == closed ]] || { rate_args=(--rate "$rate"); name="$name@${rate}rps"; }
         serve "$model" "$max_batch"
         json=$out/${model//[:\/]/_}-${device//:/_}-$name-$round.json
         "$hark" bench --server "http://127.0.0.1:$port" --clips "$out/clips" --concurrency "$concurrency" \
-          --requests "$requests" --warmup "$warmup" --field language=en --field temperature=0 \
+          --requests "$requests" --warmup "$warmup" "${rate_args[@]}" --field language=en --field temperature=0 \
           --field response_format=json "${extra_fields[@]}" --json "$json" >/dev/null
         get "http://127.0.0.1:$port/metrics" | grep -E '^hark_(batch|encoder)_[a-z_]+_total ' >"${json%.json}.metrics" || true
         get "http://127.0.0.1:$port/stats" >"${json%.json}.stats" || true
@@ -107,10 +114,16 @@ fed = f"fed={int(float(m.get('hark_batch_tokens_fed_back_total', 0)))}" if steps
 # Windows per encoder call (the encoder's batch).
 calls = float(m.get("hark_encoder_calls_total", 0))
 enc = f"enc={float(m.get('hark_encoder_windows_total', 0)) / calls:.1f}/call" if steps and calls else ""
-print(f"{sys.argv[2]:<24} {sys.argv[5]:<10} {sys.argv[3]:<9.9} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} "
+# Open loop: the audio seconds per second offered, and requests sent late (every client busy).
+offered = ""
+if "open_loop" in r:
+    o = r["open_loop"]
+    offered = f"offered={o['offered_audio_per_second']:.0f}/s late={o['sent_late']}"
+print(f"{sys.argv[2]:<24} {sys.argv[5]:<10} {sys.argv[3]:<14.14} {sys.argv[4]:>5} {r['rtfx']:9.2f} {l['p50']:8.0f} "
       f"{l['p95']:8.0f} {l['p99']:8.0f} {r['wall_seconds']:7.1f} {r['errors']:6d} {rows:>9}  {split if steps else ''} "
-      f"{per_step} {fed} {enc} {spread}")
+      f"{per_step} {fed} {enc} {spread} {offered}")
 PY
+      done
       done
     done
   done

@@ -22,7 +22,8 @@
 #     batching-bench: the batching server against --max-batch 1 under 64 clients sending
 #            10-60 s clips (scripts/bench-batching.sh, large-v3-turbo shape f16); env
 #            BATCH_CONCURRENCY, BATCH_REQUESTS, BATCH_CLIPS ("30": offline-like 30 s windows),
-#            BATCH_COMPUTE (the compute type, default f16)
+#            BATCH_COMPUTE (the compute type, default f16), RATES (open loop: requests per
+#            second, a run each; scripts/bench-batching.sh)
 #     multi-gpu: the batching server on one GPU against every GPU (--device cuda:0, then
 #            cuda:all) under the same load (machine kind nvidia-h200-x2); env as batching-bench,
 #            default 128 clients and 512 requests

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <random>
 #include <thread>
 
 #include <httplib.h>
@@ -88,11 +89,13 @@ class GpuMemoryWatch {
 
 struct Outcome {
   double ms = 0, audio_seconds = 0;
+  double start_delay_ms = 0;  // sent this long after its scheduled arrival (open loop)
   int status = 0;  // HTTP status, or −1 when no response came
   std::string error;
 };
 
-Outcome send_one(httplib::Client& client, const Clip& clip, const ServerBenchArgs& args) {
+// `since`: when the request's latency starts (its scheduled arrival in an open loop).
+Outcome send_one(httplib::Client& client, const Clip& clip, const ServerBenchArgs& args, Clock::time_point since) {
   httplib::MultipartFormDataItems items = {{"file", clip.bytes, clip.name, "application/octet-stream"},
                                            {"model", "whisper-1", "", ""}};
   for (const std::string& f : args.fields) {
@@ -100,9 +103,9 @@ Outcome send_one(httplib::Client& client, const Clip& clip, const ServerBenchArg
     items.push_back({f.substr(0, eq), eq == std::string::npos ? "" : f.substr(eq + 1), "", ""});
   }
   Outcome o;
-  const auto t0 = Clock::now();
+  o.start_delay_ms = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   auto r = client.Post("/v1/audio/transcriptions", items);
-  o.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  o.ms = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   if (!r) {
     o.status = -1;
     o.error = httplib::to_string(r.error());
@@ -116,6 +119,19 @@ Outcome send_one(httplib::Client& client, const Clip& clip, const ServerBenchArg
 
 }  // namespace
 
+std::vector<double> poisson_arrivals(int count, double rate, uint64_t seed) {
+  std::vector<double> at;
+  if (count <= 0 || !(rate > 0)) return at;
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate);
+  double t = 0;
+  for (int i = 0; i < count; ++i) {
+    at.push_back(t);
+    t += gap(rng);
+  }
+  return at;
+}
+
 double percentile(std::vector<double> ms, double p) {
   if (ms.empty()) return 0;
   std::sort(ms.begin(), ms.end());
@@ -125,6 +141,9 @@ double percentile(std::vector<double> ms, double p) {
 
 nlohmann::json run_server_bench(const ServerBenchArgs& args) {
   if (args.concurrency < 1) throw Error(ErrorCode::InvalidArgument, "[bench] --concurrency must be at least 1");
+  if (args.rate < 0 || !std::isfinite(args.rate))
+    throw Error(ErrorCode::InvalidArgument, "[bench] --rate must be a number of requests per second above 0 "
+                                            "(or 0 for the closed loop)");
   const std::vector<Clip> clips = load_clips(args.clips);
   const int total = args.requests > 0 ? args.requests : static_cast<int>(clips.size()) * args.concurrency;
   httplib::Client probe(args.url);
@@ -133,11 +152,14 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
   if (!health || health->status != 200)
     throw Error(ErrorCode::Unavailable, "[bench] no healthy server at " + args.url + " (GET /health failed)");
 
-  // Each phase: `count` requests over the clips in order, `concurrency` clients at once.
-  auto phase = [&](int count, std::vector<Outcome>* record) {
+  // Each phase: `count` requests over the clips in order, `concurrency` clients at once;
+  // with a schedule (open loop), request i is sent at `arrivals[i]` seconds from the phase's
+  // start, or as soon as a client is free after it.
+  auto phase = [&](int count, std::vector<Outcome>* record, const std::vector<double>* arrivals) {
     std::atomic<int> next{0};
     std::mutex mutex;
     std::vector<std::thread> clients;
+    const auto begin = Clock::now();
     for (int c = 0; c < args.concurrency; ++c)
       clients.emplace_back([&] {
         httplib::Client client(args.url);
@@ -145,18 +167,25 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
         client.set_write_timeout(static_cast<time_t>(args.timeout_sec), 0);
         if (!args.api_key.empty()) client.set_bearer_token_auth(args.api_key.c_str());
         for (int i = next++; i < count; i = next++) {
-          Outcome o = send_one(client, clips[static_cast<size_t>(i) % clips.size()], args);
+          auto due = Clock::now();
+          if (arrivals) {
+            due = begin + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>((*arrivals)[static_cast<size_t>(i)]));
+            std::this_thread::sleep_until(due);
+          }
+          Outcome o = send_one(client, clips[static_cast<size_t>(i) % clips.size()], args, due);
           std::lock_guard lock(mutex);
           if (record) record->push_back(std::move(o));
         }
       });
     for (auto& t : clients) t.join();
   };
-  phase(args.warmup, nullptr);
+  phase(args.warmup, nullptr, nullptr);
+  const std::vector<double> arrivals = poisson_arrivals(total, args.rate, args.seed);
   std::vector<Outcome> outcomes;
   GpuMemoryWatch gpu;
   const auto started = Clock::now();
-  phase(total, &outcomes);
+  phase(total, &outcomes, args.rate > 0 ? &arrivals : nullptr);
   const double wall = std::chrono::duration<double>(Clock::now() - started).count();
   gpu.stop();
 
@@ -182,6 +211,21 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
       {"latency_ms", {{"p50", percentile(ms, 50)}, {"p95", percentile(ms, 95)}, {"p99", percentile(ms, 99)},
                       {"max", percentile(ms, 100)}, {"mean", ms.empty() ? 0 : std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size()}}},
       {"error_kinds", errors}};
+  if (args.rate > 0) {
+    // What was offered, against what was served (rtfx above): equal while the server keeps
+    // up. A request sent more than 10 ms late found every client busy: the load outgrew
+    // the concurrency, and its wait is in its latency.
+    double scheduled_audio = 0;
+    for (int i = 0; i < total; ++i) scheduled_audio += clips[static_cast<size_t>(i) % clips.size()].seconds;
+    std::vector<double> delays;
+    for (const Outcome& o : outcomes) delays.push_back(o.start_delay_ms);
+    out["open_loop"] = {
+        {"rate", args.rate},
+        {"seed", args.seed},
+        {"offered_audio_per_second", total > 0 ? args.rate * scheduled_audio / total : 0},  // mean clip × rate
+        {"sent_late", std::count_if(delays.begin(), delays.end(), [](double d) { return d > 10; })},
+        {"start_delay_ms", {{"p99", percentile(delays, 99)}, {"max", percentile(delays, 100)}}}};
+  }
   if (gpu.peak_mib() > 0) out["gpu_memory_peak_mib"] = gpu.peak_mib();
   return out;
 }

@@ -369,6 +369,13 @@ void print_server_report(const nlohmann::json& r) {
               r["requests_per_second"].get<double>());
   std::printf("latency ms: p50 %.0f  p95 %.0f  p99 %.0f  max %.0f  mean %.0f\n", l["p50"].get<double>(),
               l["p95"].get<double>(), l["p99"].get<double>(), l["max"].get<double>(), l["mean"].get<double>());
+  if (r.contains("open_loop")) {
+    const auto& o = r["open_loop"];
+    std::printf("open loop: %.2f requests/s offered (%.1f audio s per s), %d sent late (every client busy; "
+                "start delay p99 %.0f ms, max %.0f ms)\n",
+                o["rate"].get<double>(), o["offered_audio_per_second"].get<double>(), o["sent_late"].get<int>(),
+                o["start_delay_ms"]["p99"].get<double>(), o["start_delay_ms"]["max"].get<double>());
+  }
   for (const auto& [kind, n] : r["error_kinds"].items()) std::printf("errors: %d x %s\n", n.get<int>(), kind.c_str());
   if (r.contains("gpu_memory_peak_mib"))
     std::printf("GPU memory in use (this machine, peak): %.0f MiB\n", r["gpu_memory_peak_mib"].get<double>());
@@ -426,6 +433,11 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--warmup", sv.warmup, "With --server: requests sent first and not counted")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rate", sv.rate,
+                  "With --server: an open loop instead, requests arriving at this mean rate per second (Poisson; "
+                  "latency counted from each arrival, at most --concurrency in flight)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", sv.seed, "With --rate: seed of the arrival times")->capture_default_str();
   cmd->add_option("--field", sv.fields, "With --server: extra form field NAME=VALUE (repeatable), e.g. language=en");
   cmd->add_option("--api-key", sv.api_key, "With --server: bearer token");
   cmd->callback([args] { run_bench_command(*args); });

@@ -63,25 +63,29 @@ __global__ void __launch_bounds__(kWarps * 32) layer_norm_kernel(const T* __rest
   const float inv = rsqrtf(warp_sum(var) / static_cast<float>(d) + eps);
   const float4* g4 = reinterpret_cast<const float4*>(gamma);
   const float4* b4 = reinterpret_cast<const float4*>(beta);
+  // Normalised in place, gamma and beta read four at a time; both outputs store from v.
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int c = lane + s * 32;
+    if (c < chunks) {
+#pragma unroll
+      for (int j = 0; j < kVec; j += 4) {
+        const float4 g = g4[(c * kVec + j) / 4], b = b4[(c * kVec + j) / 4];
+        v[s][j] = (v[s][j] - mean) * inv * g.x + b.x;
+        v[s][j + 1] = (v[s][j + 1] - mean) * inv * g.y + b.y;
+        v[s][j + 2] = (v[s][j + 2] - mean) * inv * g.z + b.z;
+        v[s][j + 3] = (v[s][j + 3] - mean) * inv * g.w + b.w;
+      }
+    }
+  }
   if constexpr (kToE4m3) {
     static_assert(kVec == 8, "e4m3 rows are written eight values at a time");
     float amax = 0.0f;
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-      const int c = lane + s * 32;
-      if (c < chunks) {
+    for (int s = 0; s < kSlots; ++s)
+      if (lane + s * 32 < chunks)
 #pragma unroll
-        for (int j = 0; j < kVec; j += 4) {
-          const float4 g = g4[(c * kVec + j) / 4], b = b4[(c * kVec + j) / 4];
-          v[s][j] = (v[s][j] - mean) * inv * g.x + b.x;
-          v[s][j + 1] = (v[s][j + 1] - mean) * inv * g.y + b.y;
-          v[s][j + 2] = (v[s][j + 2] - mean) * inv * g.z + b.z;
-          v[s][j + 3] = (v[s][j + 3] - mean) * inv * g.w + b.w;
-#pragma unroll
-          for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[s][j + i]));
-        }
-      }
-    }
+        for (int j = 0; j < kVec; ++j) amax = fmaxf(amax, fabsf(v[s][j]));
     amax = warp_max(amax);
     const float to_range = e4m3_inverse_scale(amax);
     uint2* out = reinterpret_cast<uint2*>(q + row * d);
@@ -89,24 +93,18 @@ __global__ void __launch_bounds__(kWarps * 32) layer_norm_kernel(const T* __rest
     for (int s = 0; s < kSlots; ++s)
       if (lane + s * 32 < chunks) out[lane + s * 32] = to_e4m3x8(v[s], to_range);
     if (lane == 0) scale[row] = e4m3_scale(amax);
-    return;
-  }
-  uint4* out = reinterpret_cast<uint4*>(y + row * d);
+  } else {
+    uint4* out = reinterpret_cast<uint4*>(y + row * d);
 #pragma unroll
-  for (int s = 0; s < kSlots; ++s) {
-    const int c = lane + s * 32;
-    if (c < chunks) {
-      uint4 raw;
-      T* e = reinterpret_cast<T*>(&raw);
+    for (int s = 0; s < kSlots; ++s) {
+      const int c = lane + s * 32;
+      if (c < chunks) {
+        uint4 raw;
+        T* e = reinterpret_cast<T*>(&raw);
 #pragma unroll
-      for (int j = 0; j < kVec; j += 4) {  // gamma and beta four at a time
-        const float4 g = g4[(c * kVec + j) / 4], b = b4[(c * kVec + j) / 4];
-        e[j] = from_float<T>((v[s][j] - mean) * inv * g.x + b.x);
-        e[j + 1] = from_float<T>((v[s][j + 1] - mean) * inv * g.y + b.y);
-        e[j + 2] = from_float<T>((v[s][j + 2] - mean) * inv * g.z + b.z);
-        e[j + 3] = from_float<T>((v[s][j + 3] - mean) * inv * g.w + b.w);
+        for (int j = 0; j < kVec; ++j) e[j] = from_float<T>(v[s][j]);
+        out[c] = raw;
       }
-      out[c] = raw;
     }
   }
 }

@@ -3,6 +3,8 @@
 // arguments rejected with a message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -65,6 +67,45 @@ TEST_F(BenchServer, CountsRequestsAudioAndLatency) {
   EXPECT_EQ(stats.transcribed, 7);  // the warm-up request too
 }
 
+TEST(BenchArrivals, PoissonScheduleIsSeededIncreasingAndAtTheRate) {
+  const auto a = poisson_arrivals(20000, 50.0, 7);
+  ASSERT_EQ(a.size(), 20000u);
+  EXPECT_EQ(a.front(), 0.0);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  // 19 999 exponential gaps of mean 20 ms: the mean is within 3 % (about 4 standard errors).
+  EXPECT_NEAR(a.back() / (a.size() - 1), 1.0 / 50.0, 0.03 / 50.0);
+  EXPECT_EQ(a, poisson_arrivals(20000, 50.0, 7));
+  EXPECT_NE(a, poisson_arrivals(20000, 50.0, 8));
+  EXPECT_TRUE(poisson_arrivals(0, 50.0, 7).empty());
+  EXPECT_TRUE(poisson_arrivals(10, 0.0, 7).empty());
+}
+
+TEST_F(BenchServer, OpenLoopKeepsToItsScheduleAndReportsWhatWasOffered) {
+  start_server();
+  auto a = args();
+  a.rate = 40;  // 6 requests over ~125 ms on average
+  a.seed = 3;
+  auto r = run_server_bench(a);
+  EXPECT_EQ(r["requests"], 6);
+  EXPECT_EQ(r["errors"], 0);
+  ASSERT_TRUE(r.contains("open_loop"));
+  const auto& o = r["open_loop"];
+  EXPECT_EQ(o["rate"].get<double>(), 40);
+  EXPECT_EQ(o["seed"].get<uint64_t>(), 3u);
+  // Two passes over clips of 0.5, 1 and 1.5 s: a mean of 1 s a request, so 40 audio s per s.
+  EXPECT_DOUBLE_EQ(o["offered_audio_per_second"].get<double>(), 40.0);
+  // The last request is not sent before its arrival time: the run lasts at least that long.
+  EXPECT_GE(r["wall_seconds"].get<double>(), poisson_arrivals(6, 40, 3).back());
+  EXPECT_GE(o["sent_late"].get<int>(), 0);
+  EXPECT_LE(o["start_delay_ms"]["p99"].get<double>(), o["start_delay_ms"]["max"].get<double>());
+  EXPECT_EQ(stats.transcribed, 7);  // the warm-up (closed loop) too
+}
+
+TEST_F(BenchServer, ClosedLoopHasNoOpenLoopReport) {
+  start_server();
+  EXPECT_FALSE(run_server_bench(args()).contains("open_loop"));
+}
+
 TEST_F(BenchServer, CountsErrorsByKind) {
   start_server();
   stats.fail_open = true;  // every transcription: 503 model_unavailable
@@ -85,6 +126,11 @@ TEST_F(BenchServer, BadArgumentsAreClearErrors) {
   EXPECT_THROW(run_server_bench(a), Error);  // no audio
   a = args();
   a.clips = (dir / "missing").string();
+  EXPECT_THROW(run_server_bench(a), Error);
+  a = args();
+  a.rate = -1;
+  EXPECT_THROW(run_server_bench(a), Error);
+  a.rate = std::nan("");
   EXPECT_THROW(run_server_bench(a), Error);
   a = args();
   a.url = "http://127.0.0.1:1";  // nothing listens there
