@@ -152,7 +152,7 @@ void CudaBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Ten
   int* counters = needed <= kCrossCounters ? cross_counters() : nullptr;
   cuda::cross_attention(act_, q.raw(), kv.kv->raw(), ld, kv.k_col, kv.v_col, frames, windows, row_seq.data<int32_t>(),
                         static_cast<int>(rows), n_new, n_heads, hd, partials.data<float>(), out.raw(), stream_,
-                        counters);
+                        counters, static_cast<cuda::CrossKernel>(cross_kernel_), cross_tiles_, cross_depth_);
   cuda::check_launch("cross_attention");
   if (weights) {
     Tensor w = weights->device() == Device::Cuda ? *weights : alloc(weights->shape(), DType::F32);

@@ -2,6 +2,7 @@
 // cuda_attention.cc; memory, copies and CUDA-graph replay in cuda_memory.cc.
 #include "core/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -87,6 +88,14 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products)
   // to cuBLASLt's split-K again.
   if (const char* env = std::getenv("HARK_CUDA_GEMV_ONE_ROW"); env && (std::string(env) == "narrow" || std::string(env) == "0"))
     wide_one_row_ = false;
+  // The split or the streaming cross-attention kernel for every step (tests, A/B runs).
+  if (const char* env = std::getenv("HARK_CUDA_CROSS"); env && std::string(env) == "split")
+    cross_kernel_ = static_cast<int>(cuda::CrossKernel::kSplit);
+  if (const char* env = std::getenv("HARK_CUDA_CROSS"); env && std::string(env).starts_with("stream")) {
+    cross_kernel_ = static_cast<int>(cuda::CrossKernel::kStream);
+    if (std::strlen(env) > 7 && env[6] == '-') cross_tiles_ = std::clamp(std::atoi(env + 7), 1, 64);
+  }
+  if (const char* env = std::getenv("HARK_CUDA_CROSS_DEPTH"); env && std::string(env) == "2") cross_depth_ = 2;
 }
 
 std::string CudaBackend::name() const {

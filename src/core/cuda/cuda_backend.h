@@ -177,6 +177,10 @@ class CudaBackend final : public Backend {
   static constexpr int64_t kCrossCounters = 1 << 16;
   Tensor cross_counters_;
   int* cross_counters();
+  // Which cross-attention kernel (HARK_CUDA_CROSS=split|stream|stream-N; cuda::CrossKernel
+  // values) and, for stream-N, its tiles a warp: the choice by shape unless set.
+  int cross_kernel_ = 0, cross_tiles_ = 0;
+  int cross_depth_ = 1;  // the streaming kernel's tiles in flight a warp (HARK_CUDA_CROSS_DEPTH=1|2)
   // The fused self-attention step's per-head counters (decoder_self_step.cu), zeroed once.
   Tensor self_step_counters_;
   bool fused_self_step_ = false;  // HARK_CUDA_FUSED_SELF=1 (opt-in until run on a GPU)

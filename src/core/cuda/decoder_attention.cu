@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "core/cuda/device/cached_attention.cuh"
+#include "core/cuda/device/cross_attention.cuh"
 #include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
@@ -35,10 +36,6 @@ __host__ __device__ constexpr int chunk_keys() {
 template <int HD, class T>
 __host__ __device__ constexpr int padded_row() {
   return HD + 16 / static_cast<int>(sizeof(T));  // one 16-byte step of padding: conflict-free row reads
-}
-template <int HD>
-__host__ __device__ constexpr int partial_size() {
-  return HD + 2;  // max, sum, output
 }
 
 template <int HD, class T>
@@ -70,45 +67,6 @@ __global__ void __launch_bounds__(kThreads) cached_kernel(const T* __restrict__ 
                     : qkv + (static_cast<int64_t>(b) * n_new + (j - past)) * ld + offset + col;
   };
   attend_cached<HD, T>(q, n_keys, key_row, scores, scratch, out + row * d + col);
-}
-
-// The chunks of one (query, head) merged by the whole block: out = Σ acc_s·e^(m_s − m) /
-// Σ l_s·e^(m_s − m). The partials come from other blocks, through L2; every load is issued
-// before the first is used (each chunk's max and sum by a thread of its own into `stage`,
-// each dimension's outputs as a fixed, predicated count) rather than in two dependent loops
-// of one load per chunk. The sums are the loops', in their order. `stage` holds 2 · splits
-// floats of shared memory. (On an H200 this did not change the one-row step, 0.238 ms either
-// way; together with the two changes in cross_split_kernel it took the kernel at 48 rows on
-// 48 windows from 272 to 152 µs per turbo layer, Nsight Compute, 2026-12-01.)
-template <int HD, class T>
-__device__ void combine_chunks(const float* p, int splits, T* out, float* stage) {
-  constexpr int kPartial = partial_size<HD>();
-  constexpr int kMaxSplits = 16;  // outputs held in registers (12 chunks at 1500 frames for 16-bit types)
-  const int tid = threadIdx.x;
-  for (int s = tid; s < splits; s += blockDim.x) {
-    stage[s] = __ldcg(p + s * kPartial);
-    stage[splits + s] = __ldcg(p + s * kPartial + 1);
-  }
-  __syncthreads();
-  if (tid >= HD) return;
-  float m = -INFINITY;
-  for (int s = 0; s < splits; ++s) m = fmaxf(m, stage[s]);
-  float l = 0.0f, acc = 0.0f;
-  for (int s0 = 0; s0 < splits; s0 += kMaxSplits) {
-    float av[kMaxSplits];
-#pragma unroll
-    for (int i = 0; i < kMaxSplits; ++i)
-      if (s0 + i < splits) av[i] = __ldcg(p + (s0 + i) * kPartial + 2 + tid);
-#pragma unroll
-    for (int i = 0; i < kMaxSplits; ++i) {
-      if (s0 + i < splits) {
-        const float w = __expf(stage[s0 + i] - m);
-        l += stage[splits + s0 + i] * w;
-        acc += av[i] * w;
-      }
-    }
-  }
-  out[tid] = from_float<T>(acc / l);
 }
 
 // At most 96 registers (5 blocks an SM, as the chunk's 38 KB of shared memory allows);
@@ -160,21 +118,11 @@ __global__ void __launch_bounds__(kThreads, 5) cross_split_kernel(const T* __res
   pdl_wait();
   cp_async_wait<0>();  // this thread's words; the barrier at the first query publishes all
   const int dim = tid % HD, group = tid / HD;
-  // The rows that read this window, found by all threads at once: one thread walking every
-  // row's window index was a chain of dependent loads per block (48 of them at 48 rows on
-  // 48 windows). Beyond kMaxMine rows on one window the walk stays (still correct).
-  constexpr int kMaxMine = 32;
-  __shared__ int mine[kMaxMine], n_mine;
+  // The rows that read this window (device/cross_attention.cuh).
+  __shared__ int mine[kMaxWindowRows], n_mine;
   const int n_rows = n_queries / n_new;
-  if (tid == 0) n_mine = 0;
-  __syncthreads();
-  for (int r = tid; r < n_rows; r += kThreads)
-    if (row_window[r] == window) {
-      const int slot = atomicAdd(&n_mine, 1);
-      if (slot < kMaxMine) mine[slot] = r;
-    }
-  __syncthreads();
-  const bool listed = n_mine <= kMaxMine;
+  find_window_rows(row_window, n_rows, window, mine, n_mine);
+  const bool listed = n_mine <= kMaxWindowRows;
   const int walk = listed ? n_mine * n_new : n_queries;
   for (int w = 0; w < walk; ++w) {
     const int qi = listed ? mine[w / n_new] * n_new + w % n_new : w;
@@ -211,25 +159,8 @@ __global__ void __launch_bounds__(kThreads, 5) cross_split_kernel(const T* __res
       p[0] = m;
       p[1] = l;
     }
-    if (counters) {
-      // The last chunk of this (query, head) to finish combines all of them, so no second
-      // kernel is needed; it also resets the counter for the next launch.
-      __shared__ bool last;
-      __threadfence();
-      __syncthreads();
-      if (tid == 0) {
-        int* counter = counters + static_cast<int64_t>(qi) * gridDim.x + head;
-        last = atomicAdd(counter, 1) == splits - 1;
-        if (last) *counter = 0;
-      }
-      __syncthreads();
-      if (last) {
-        __threadfence();
-        // sc (the chunk's scores, consumed above) stages the chunks' maxima and sums.
-        combine_chunks<HD, T>(partials + (static_cast<int64_t>(qi) * gridDim.x + head) * splits * kPartial, splits,
-                              out + static_cast<int64_t>(qi) * d + head * HD, sc);
-      }
-    }
+    // sc (the chunk's scores, consumed above) stages the chunks' maxima and sums.
+    finish_query<HD, T>(partials, splits, counters, qi, d, out, sc);
   }
 }
 
@@ -324,29 +255,47 @@ int64_t cross_attention_scratch(int rows, int n_new, int n_heads, int head_dim, 
   return static_cast<int64_t>(rows) * n_new * n_heads * ((frames + 63) / 64) * (head_dim + 2);
 }
 
+namespace {
+bool stream_cross(DType dt, CrossKernel kernel, int n_new, int windows, int rows) {
+  if (dt == DType::F32 || kernel == CrossKernel::kSplit) return false;
+  if (kernel == CrossKernel::kStream) return true;
+  return n_new == 1 && windows >= kCrossStreamMinWindows && rows <= 2 * windows;
+}
+}  // namespace
+
 void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t v_col,
                      int64_t frames, int windows, const int32_t* row_window, int rows, int n_new, int n_heads,
-                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters) {
+                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters,
+                     CrossKernel kernel, int stream_tiles, int stream_depth) {
   if (rows <= 0 || n_new <= 0 || frames <= 0) return;
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
     dispatch_head_dim(head_dim, [&](auto hd) {
       constexpr int HD = decltype(hd)::value;
-      const int splits = static_cast<int>((frames + chunk_keys<T>() - 1) / chunk_keys<T>());
-      // The in-kernel merge stages 2 · splits floats in the chunk's score buffer (chunk_keys
-      // floats): past that (over 8 192 frames for 16-bit types) the second kernel merges.
-      if (2 * splits > chunk_keys<T>()) counters = nullptr;
-      dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(splits), static_cast<unsigned>(windows));
-      auto split = [&](auto kernel) {
-        launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(q), static_cast<const T*>(kv), kv_ld,
-                      k_col, v_col, frames, row_window, rows * n_new, n_new, d, partials, splits, counters,
-                      static_cast<T*>(out));
-      };
-      if (l2_hints())
-        split(cross_split_kernel<HD, T, true>);
-      else
-        split(cross_split_kernel<HD, T, false>);
+      int splits = 0;
+      if (stream_cross(dt, kernel, n_new, windows, rows)) {
+        const CrossStreamPlan plan = plan_cross_stream(head_dim, n_heads, frames, windows, stream_tiles, stream_depth);
+        if (plan.splits > kCrossStreamMaxSplits) counters = nullptr;
+        cross_attention_stream(dt, q, kv, kv_ld, k_col, v_col, frames, windows, row_window, rows, n_new, n_heads,
+                               head_dim, plan, partials, out, stream, counters);
+        splits = plan.splits;
+      } else {
+        splits = static_cast<int>((frames + chunk_keys<T>() - 1) / chunk_keys<T>());
+        // The in-kernel merge stages 2 · splits floats in the chunk's score buffer (chunk_keys
+        // floats): past that (over 8 192 frames for 16-bit types) the second kernel merges.
+        if (2 * splits > chunk_keys<T>()) counters = nullptr;
+        dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(splits), static_cast<unsigned>(windows));
+        auto split = [&](auto kernel) {
+          launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(q), static_cast<const T*>(kv),
+                        kv_ld, k_col, v_col, frames, row_window, rows * n_new, n_new, d, partials, splits, counters,
+                        static_cast<T*>(out));
+        };
+        if (l2_hints())
+          split(cross_split_kernel<HD, T, true>);
+        else
+          split(cross_split_kernel<HD, T, false>);
+      }
       if (!counters) {
         dim3 combine(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows * n_new));
         launch_kernel(cross_combine_kernel<HD, T>, combine, HD, 0, stream, partials, splits, d, static_cast<T*>(out));

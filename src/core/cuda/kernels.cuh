@@ -127,10 +127,33 @@ void cached_attention(DType dt, const void* qkv, void* cache_k, void* cache_v, c
 // `partials` is scratch of cross_attention_scratch() floats. With `counters` (zeroed ints,
 // one per query row and head, left zeroed) the last chunk of each combines them in the
 // same launch; without, a second kernel does.
+// `kernel` picks the split kernel or cross_attention_stream.cu's (HARK_CUDA_CROSS); kAuto
+// streams steps of one token a row on at least kCrossStreamMinWindows windows with at most
+// two rows a window, in f16/bf16.
+enum class CrossKernel { kAuto, kSplit, kStream };
+constexpr int kCrossStreamMinWindows = 8;
 int64_t cross_attention_scratch(int rows, int n_new, int n_heads, int head_dim, int64_t frames);
 void cross_attention(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t v_col,
                      int64_t frames, int windows, const int32_t* row_window, int rows, int n_new, int n_heads,
-                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters = nullptr);
+                     int head_dim, float* partials, void* out, cudaStream_t stream, int* counters = nullptr,
+                     CrossKernel kernel = CrossKernel::kAuto, int stream_tiles = 0, int stream_depth = 1);
+
+// ---- cross_attention_stream.cu: the same for f16/bf16, warps streaming runs of keys --------
+// A block takes `tiles` tiles a warp (of 64 keys for head dim 64, 128 for 32) and leaves
+// one of `splits` partials per (query, head) in the split kernel's layout; with counters
+// (at most kCrossStreamMaxSplits splits) the last block merges them, else the caller does.
+constexpr int kCrossStreamMaxSplits = 64;
+// depth: tiles a warp holds at once (1 or 2, HARK_CUDA_CROSS_DEPTH).
+struct CrossStreamPlan {
+  int tiles, splits, depth;
+};
+// tiles > 0: that many tiles a warp (HARK_CUDA_CROSS=stream-N), else the choice by shape.
+CrossStreamPlan plan_cross_stream(int head_dim, int n_heads, int64_t frames, int windows, int tiles = 0,
+                                  int depth = 1);
+void cross_attention_stream(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t v_col,
+                            int64_t frames, int windows, const int32_t* row_window, int rows, int n_new, int n_heads,
+                            int head_dim, const CrossStreamPlan& plan, float* partials, void* out, cudaStream_t stream,
+                            int* counters);
 // Softmax weights [rows, n_heads, n_new, frames] (f32) of the same attention, for word timing.
 void cross_attention_weights(DType dt, const void* q, const void* kv, int64_t kv_ld, int64_t k_col, int64_t frames,
                              const int32_t* row_window, int rows, int n_new, int n_heads, int head_dim, float* weights,

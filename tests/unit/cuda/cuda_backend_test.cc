@@ -328,6 +328,65 @@ TEST_P(CudaOps, DecoderCrossAttentionWithWeights) {
   }
 }
 
+// The streaming cross-attention (HARK_CUDA_CROSS=stream[-N], cross_attention_stream.cu)
+// and the split kernel (=split) against the CPU, on shapes at its edges: head dims 64 and
+// 32; frames that end mid-tile and mid-block (1500, 150, 37); runs of 1, 2, 3 (odd: the
+// pipeline's tail) and 8 tiles a warp and the choice by shape, at depths 2 and 1
+// (HARK_CUDA_CROSS_DEPTH); one row a window, beams
+// (five rows on a window), windows no row reads, a row on a window past the others, and
+// more rows on one window than a block lists (the walk over every row); one and three
+// new tokens a row.
+TEST_P(CudaOps, CrossAttentionStreamingAndSplitKernels) {
+  if (gpu->act_dtype() == DType::F32) GTEST_SKIP() << "the streaming kernel is for the 16-bit compute types";
+  auto backend = [&](const std::string& which) {
+    const size_t slash = which.find('/');  // "stream-3/2": three tiles a warp, depth 2
+    setenv("HARK_CUDA_CROSS", which.substr(0, slash).c_str(), 1);
+    if (slash != std::string::npos) setenv("HARK_CUDA_CROSS_DEPTH", which.substr(slash + 1).c_str(), 1);
+    std::unique_ptr<Backend> b = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
+    unsetenv("HARK_CUDA_CROSS");
+    unsetenv("HARK_CUDA_CROSS_DEPTH");
+    return b;
+  };
+  struct Case {
+    int heads, head_dim;
+    int64_t frames;
+    int windows;
+    std::vector<int32_t> row_window;
+  };
+  std::vector<int32_t> forty(40, 1);
+  forty.push_back(2);
+  const Case cases[] = {
+      {20, 64, 1500, 3, {0, 1, 2}},
+      {6, 64, 150, 9, {0, 1, 2, 3, 5, 6, 7, 8}},
+      {8, 32, 37, 4, {0, 0, 0, 0, 0, 3, 3, 3, 3, 3}},
+      {2, 64, 150, 3, forty},
+      {4, 32, 1500, 2, {1, 0, 1}},
+  };
+  for (const std::string which :
+       {"stream", "stream-1", "stream-2", "stream-3", "stream-8", "stream/2", "stream-3/2", "split"}) {
+    std::unique_ptr<Backend> be = backend(which);
+    for (const Case& c : cases) {
+      const int64_t d = static_cast<int64_t>(c.heads) * c.head_dim;
+      const int rows = static_cast<int>(c.row_window.size());
+      Tensor kv = random({c.windows * c.frames, 4 * d}, 2.0f);  // two layers' K and V
+      Tensor kvg = be->alloc(kv.shape(), be->act_dtype());
+      be->copy(kv, kvg);
+      const PackedKV pc{&kv, c.frames, 2 * d, 3 * d}, pg{&kvg, c.frames, 2 * d, 3 * d};  // layer 1
+      Tensor rw = be->to_device(ints(c.row_window, false));
+      for (int n_new : {1, 3}) {
+        Tensor q = random({rows * n_new, d}, 2.0f);
+        Tensor qg = be->alloc(q.shape(), be->act_dtype());
+        be->copy(q, qg);
+        Tensor og = ops::cross_attention(*be, qg, pg, rw, c.row_window, n_new, c.heads);
+        Tensor oc = ops::cross_attention(*cpu, q, pc, ints(c.row_window, false), c.row_window, n_new, c.heads);
+        EXPECT_LT(test::relative_l2(be->to_host(og).to_f32(), oc), tol)
+            << which << ", heads " << c.heads << " head dim " << c.head_dim << " frames " << c.frames << " rows "
+            << rows << " n_new " << n_new;
+      }
+    }
+  }
+}
+
 TEST_P(CudaOps, EmbeddingAtEachRowsPosition) {
   Tensor table = random({100, 64}), pos = random({20, 64});
   const std::vector<int32_t> ids = {5, 99, 0, 7, 7, 1}, lengths = {2, 7};
