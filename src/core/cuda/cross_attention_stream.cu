@@ -250,25 +250,15 @@ void cross_attention_stream(DType dt, const void* q, const void* kv, int64_t kv_
                                                 std::to_string(plan.splits));
   const int64_t d = static_cast<int64_t>(n_heads) * head_dim;
   dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(plan.splits), static_cast<unsigned>(windows));
-  dispatch_float(dt, [&](auto tag) {
+  dispatch_half(dt, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (sizeof(T) != 2) {
-      throw Error(ErrorCode::InvalidArgument, "[cuda] the streaming cross-attention is for f16 and bf16");
-    } else {
-      auto go = [&](auto kernel) {
-        launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(q), static_cast<const T*>(kv), kv_ld,
-                      k_col, v_col, static_cast<int>(frames), row_window, rows * n_new, n_new, d, plan.tiles,
-                      partials, counters, static_cast<T*>(out));
-      };
-      const bool deep = plan.depth == 2;
-      if (head_dim == 64)
-        deep ? go(cross_stream_kernel<64, T, 2>) : go(cross_stream_kernel<64, T, 1>);
-      else if (head_dim == 32)
-        deep ? go(cross_stream_kernel<32, T, 2>) : go(cross_stream_kernel<32, T, 1>);
-      else
-        throw Error(ErrorCode::Unavailable, "[cuda] decoder attention supports head dims 32 and 64, not " +
-                                                std::to_string(head_dim));
-    }
+    dispatch_head_dim(head_dim, [&](auto hd) {
+      constexpr int HD = decltype(hd)::value;
+      auto kernel = plan.depth == 2 ? cross_stream_kernel<HD, T, 2> : cross_stream_kernel<HD, T, 1>;
+      launch_kernel(kernel, grid, kThreads, 0, stream, static_cast<const T*>(q), static_cast<const T*>(kv), kv_ld,
+                    k_col, v_col, static_cast<int>(frames), row_window, rows * n_new, n_new, d, plan.tiles, partials,
+                    counters, static_cast<T*>(out));
+    });
   });
 }
 

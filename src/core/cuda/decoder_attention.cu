@@ -222,16 +222,6 @@ __global__ void __launch_bounds__(256) cross_weights_kernel(const T* __restrict_
   for (int64_t j = tid; j < frames; j += blockDim.x) dst[j] = sc[j] / l;
 }
 
-
-// Calls fn(std::integral_constant<int, HD>) for a supported head dim.
-template <class Fn>
-void dispatch_head_dim(int head_dim, Fn&& fn) {
-  if (head_dim == 64) return fn(std::integral_constant<int, 64>{});
-  if (head_dim == 32) return fn(std::integral_constant<int, 32>{});
-  throw Error(ErrorCode::Unavailable, "[cuda] decoder attention supports head dims 32 and 64, not " +
-                                          std::to_string(head_dim));
-}
-
 }  // namespace
 
 void cached_attention(DType dt, const void* qkv, void* cache_k, void* cache_v, const int32_t* lengths, int rows,

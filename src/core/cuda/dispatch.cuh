@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <string>
+#include <type_traits>
 
 #include "core/tensor.h"
 #include "hark/error.h"
@@ -32,6 +33,15 @@ void dispatch_half(DType dt, Fn&& fn) {
     default: break;
   }
   throw Error(ErrorCode::Internal, std::string("[cuda] kernel needs f16 or bf16, got ") + dtype_name(dt));
+}
+
+// Calls fn(std::integral_constant<int, HD>{}) for the decoder attention's head dims.
+template <class Fn>
+void dispatch_head_dim(int head_dim, Fn&& fn) {
+  if (head_dim == 64) return fn(std::integral_constant<int, 64>{});
+  if (head_dim == 32) return fn(std::integral_constant<int, 32>{});
+  throw Error(ErrorCode::Unavailable, "[cuda] decoder attention supports head dims 32 and 64, not " +
+                                          std::to_string(head_dim));
 }
 
 inline unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
