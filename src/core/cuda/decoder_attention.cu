@@ -7,7 +7,8 @@
 //  - cross_attention: split-K ("flash decoding"): a block owns a chunk of one window's
 //    keys for one head, serves every query row that reads that window (beams share the
 //    K/V read), and leaves (max, sum, partial output); the last chunk of a (query, head)
-//    to finish combines them (or a second kernel, without counters).
+//    to finish combines them (or a second kernel, without counters). Steps of one token a
+//    row on many windows go to cross_attention_stream.cu's kernel instead (stream_cross).
 #include <string>
 #include <type_traits>
 
@@ -246,6 +247,9 @@ int64_t cross_attention_scratch(int rows, int n_new, int n_heads, int head_dim, 
 }
 
 namespace {
+// The streaming kernel where it measured faster (docs/gpu.md, HARK_CUDA_CROSS): one new
+// token a row, 8 windows or more (a tie at 8, 9 % faster at 16, 16 % at 64 on an H200), and
+// few rows a window, since each row sharing a window costs it another pass over the keys.
 bool stream_cross(DType dt, CrossKernel kernel, int n_new, int windows, int rows) {
   if (dt == DType::F32 || kernel == CrossKernel::kSplit) return false;
   if (kernel == CrossKernel::kStream) return true;
