@@ -39,4 +39,10 @@ void Backend::select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor&
     select_feed_back(spec.data<int32_t>(), r, choices[static_cast<int64_t>(r) * k * 2], inputs.data<int32_t>(), rows);
 }
 
+void Backend::logits_select_and_feed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                     const Tensor& w, Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) {
+  norm_linear(x, gamma, beta, eps, w, nullptr, logits, Epilogue::None);
+  select_and_feed(logits, spec, k, out, inputs);
+}
+
 }  // namespace hark

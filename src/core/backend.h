@@ -182,6 +182,12 @@ class Backend {
   // advance, both on this device. Greedy decoding may then launch step t + 1 before it has
   // read step t's choice (WhisperModel::decode_greedy). Allowed inside replay().
   virtual void select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs);
+  // The logits product and select_and_feed together: logits (f32) = layer_norm(x)·wᵀ, then
+  // the selection and feed-back. By default the two in turn; CUDA chooses the greedy
+  // step's token in the logits product's own launch (one row, k = 1).
+  virtual void logits_select_and_feed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                      const Tensor& w, Tensor& logits, Tensor& spec, int k, Tensor& out,
+                                      Tensor& inputs);
   // A point in the queue of device work, and a wait until the device has passed it (at
   // least: a mark may be waited for late, or twice). A backend without a queue (the CPU)
   // returns 0 and waits for nothing.

@@ -268,6 +268,24 @@ void select_and_feed(Backend& be, const Tensor& logits, Tensor& spec, int k, Ten
   be.select_and_feed(logits, spec, k, out, inputs);
 }
 
+Tensor logits_select_and_feed(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& w,
+                              Tensor& spec, int k, Tensor& out, Tensor& inputs) {
+  require_act("logits_select_and_feed", be, x, "input");
+  check_norm(x, gamma, beta);
+  check_linear(x, w, nullptr);
+  Shape shape = x.shape();
+  shape.back() = w.dim(0);
+  Tensor logits = be.alloc(shape, DType::F32);
+  if (logits.rank() != 2) shape_error("logits_select_and_feed", "logits " + logits.describe());
+  const int rows = static_cast<int>(logits.dim(0)), vocab = static_cast<int>(logits.dim(1));
+  require_i32("logits_select_and_feed", spec, select_spec_size(vocab, rows), "spec");
+  if (k < 1 || k > 16) shape_error("logits_select_and_feed", "k must be 1..16, got " + std::to_string(k));
+  require_i32("logits_select_and_feed", out, static_cast<int64_t>(rows) * k * 2, "out");
+  require_i32("logits_select_and_feed", inputs, 3LL * rows, "inputs");
+  be.logits_select_and_feed(x, gamma, beta, 1e-5f, w, logits, spec, k, out, inputs);
+  return logits;
+}
+
 Tensor transpose(Backend& be, const Tensor& x) {
   require_act("transpose", be, x, "input");
   if (x.rank() != 2) shape_error("transpose", "expected a 2-D tensor, got " + x.describe());

@@ -50,6 +50,10 @@ void select_tokens(Backend& be, const Tensor& logits, const Tensor& spec, int k,
 // next step's i32 `inputs` (lengths | row_window | tokens, one token per row):
 // Backend::select_and_feed.
 void select_and_feed(Backend& be, const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs);
+// norm_linear(x, gamma, beta, w) to f32 logits (returned), then select_and_feed on them:
+// Backend::logits_select_and_feed, which may do both in one launch.
+Tensor logits_select_and_feed(Backend& be, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& w,
+                              Tensor& spec, int k, Tensor& out, Tensor& inputs);
 // y = xᵀ for a 2-D activation.
 Tensor transpose(Backend& be, const Tensor& x);
 // x stored as `dtype` on the backend (x itself when it already is).

@@ -37,8 +37,10 @@ int WhisperModel::decode_greedy(DecoderState& state, int32_t token, const Select
     const uint64_t key = buf.id << 8 | (first ? DecoderBuffers::kGreedyFirstKey : DecoderBuffers::kGreedyNextKey + slot);
     be.replay(key, [&] {
       if (first) be.copy_async(buf.host_spec, buf.spec);
-      Tensor logits = decoder_forward(state, 1, false, nullptr, 0, -1, /*stage=*/first);
-      ops::select_and_feed(be, logits, buf.spec, 1, choices, inputs);
+      // The logits, the choice and its feed-back (on CUDA one launch: gemv_one_row_select).
+      Tensor hidden = decoder_hidden(state, 1, false, nullptr, 0, -1, /*stage=*/first);
+      ops::logits_select_and_feed(be, hidden, *layers_.decoder_ln.weight, *layers_.decoder_ln.bias,
+                                  *layers_.token_embedding, buf.spec, 1, choices, inputs);
       be.copy_async(choices, host_slot);
     });
     marks.push_back(be.mark());

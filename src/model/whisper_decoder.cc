@@ -127,6 +127,15 @@ Tensor WhisperModel::replayed_logits(DecoderState& state, uint64_t key, int n_ne
 Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_positions,
                                      CrossAttentionCapture* capture, int first, int count, bool stage,
                                      int also_position) {
+  Tensor hidden = decoder_hidden(state, n_new, all_positions, capture, first, count, stage, also_position);
+  // Logits use the token embedding as the output projection (tied weights), in fp32.
+  return ops::norm_linear(*backend_, hidden, *layers_.decoder_ln.weight, *layers_.decoder_ln.bias,
+                          *layers_.token_embedding, nullptr, Epilogue::None, DType::F32);
+}
+
+Tensor WhisperModel::decoder_hidden(DecoderState& state, int n_new, bool all_positions,
+                                    CrossAttentionCapture* capture, int first, int count, bool stage,
+                                    int also_position) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
   DecoderBuffers& buf = *state.buffers_;
@@ -182,9 +191,7 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
       keep(r, n_new - 1, two ? batch + r : r);
     }
   }
-  // Logits use the token embedding as the output projection (tied weights), in fp32.
-  return ops::norm_linear(be, hidden, *layers_.decoder_ln.weight, *layers_.decoder_ln.bias, *layers_.token_embedding,
-                          nullptr, Epilogue::None, DType::F32);
+  return hidden;
 }
 
 std::vector<TokenChoice> WhisperModel::decode_select(DecoderState& state, std::span<const int32_t> tokens,

@@ -196,6 +196,9 @@ class WhisperModel {
   // position come first, [2·batch, n_vocab] — the no-speech position of a window's prompt.
   Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture,
                          int first = 0, int count = -1, bool stage = true, int also_position = -1);
+  // decoder_forward without the final norm and logits: the rows they would read.
+  Tensor decoder_hidden(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture,
+                        int first = 0, int count = -1, bool stage = true, int also_position = -1);
   // decoder_forward recorded under `key` (a step or a short prompt), its logits through the
   // state's page-locked buffer: [batch, n_vocab], or [2·batch, n_vocab] with also_position.
   Tensor replayed_logits(DecoderState& state, uint64_t key, int n_new, int also_position);

@@ -79,6 +79,15 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products)
   // The greedy step's self-attention block in one launch (decoder_self_step.cu): opt-in
   // until it has run on a GPU (written without one; docs/gpu.md).
   if (const char* env = std::getenv("HARK_CUDA_FUSED_SELF"); env && std::string(env) == "1") fused_self_step_ = true;
+  // The logits' layer norm fused into the one-row product (HARK_CUDA_LOGITS_NORM=fused) or
+  // its own one-block launch before it (=separate).
+  if (const char* env = std::getenv("HARK_CUDA_LOGITS_NORM"); env && std::string(env) == "fused")
+    fuse_logits_norm_ = true;
+  if (const char* env = std::getenv("HARK_CUDA_LOGITS_NORM"); env && std::string(env) == "separate")
+    fuse_logits_norm_ = false;
+  // The greedy step's token chosen in the logits product's launch (gemv_one_row_select)
+  // unless HARK_CUDA_FUSED_SELECT=0.
+  if (const char* env = std::getenv("HARK_CUDA_FUSED_SELECT"); env && std::string(env) == "0") fused_select_ = false;
   // Measurement switch: few-row products through cuBLASLt instead of gemv.cu.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
   // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.
@@ -270,12 +279,14 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
                             const Tensor* bias, Tensor& y, Epilogue epilogue) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
   // Every block of the product normalises the rows again: worth it for the layers' few
-  // hundred blocks, not for the logits' thousands (fusing it there measured 0.343 ms per
-  // step against 0.324 with a separate norm; through the one-row kernel, where each warp
-  // normalises in registers, 0.273 both ways: docs/benchmarks.md).
+  // hundred blocks, not for the logits' thousands in gemv.cu (fusing it there measured
+  // 0.343 ms per step against 0.324 with a separate norm). One row goes to the one-row
+  // kernel, where each warp normalises in registers: the logits' norm is fused there as
+  // fuse_logits_norm_ says (docs/benchmarks.md).
   constexpr int64_t kMaxFusedColumns = 8192;
-  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
-      prefers_lt(m, n, k))
+  const bool one_row_logits = fuse_logits_norm_ && cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k));
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || (n > kMaxFusedColumns && !one_row_logits) ||
+      lt_for_few_rows_ || prefers_lt(m, n, k))
     return false;
   const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
                             static_cast<const float*>(resident(beta, DType::F32)), eps};
@@ -400,6 +411,35 @@ void CudaBackend::select_and_feed(const Tensor& logits, Tensor& spec, int k, Ten
   cuda::select_tokens(logits.data<float>(), rows, static_cast<int>(logits.dim(1)), spec.data<int32_t>(), k,
                       scratch.data<float>(), out.data<int32_t>(), stream_, inputs.data<int32_t>());
   cuda::check_launch("select_and_feed");
+}
+
+void CudaBackend::logits_select_and_feed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                         const Tensor& w, Tensor& logits, Tensor& spec, int k, Tensor& out,
+                                         Tensor& inputs) {
+  cuda::use_device(device_index_);
+  const int64_t width = x.dim(-1), m = x.numel() / width, n = w.dim(0);
+  const bool on_device = x.device() == Device::Cuda && logits.device() == Device::Cuda &&
+                         spec.device() == Device::Cuda && out.device() == Device::Cuda && inputs.device() == Device::Cuda;
+  if (fused_select_ && on_device && k == 1 && m == 1 && act_ != DType::F32 && !lt_for_few_rows_ &&
+      cuda::gemv_one_row_applies(1, static_cast<int>(width)) &&
+      !e4m3_applies(1, n, width, false, DType::F32, Epilogue::None)) {
+    if (!select_counter_.defined()) {
+      const PauseArena pause(arena_);
+      select_counter_ = alloc({1}, DType::I32);
+      check(cudaMemsetAsync(select_counter_.raw(), 0, select_counter_.nbytes(), stream_), "zeroing the counter");
+    }
+    Tensor parts = alloc({cuda::logits_select_parts_floats()}, DType::F32);
+    const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
+                              static_cast<const float*>(resident(beta, DType::F32)), eps};
+    const cuda::OneRowSelect sel{spec.data<int32_t>(), parts.data<float>(), cuda::kMaxSelectParts,
+                                 select_counter_.data<int32_t>(), out.data<int32_t>(), inputs.data<int32_t>()};
+    if (cuda::gemv_one_row_select(act_, x.raw(), static_cast<int>(width), resident(w, act_), static_cast<int>(n),
+                                  logits.data<float>(), &norm, sel, stream_)) {
+      cuda::check_launch("logits with the token chosen");
+      return;
+    }
+  }
+  Backend::logits_select_and_feed(x, gamma, beta, eps, w, logits, spec, k, out, inputs);
 }
 
 uint64_t CudaBackend::mark() {

@@ -71,6 +71,8 @@ class CudaBackend final : public Backend {
                         std::span<const int> lengths) override;
   void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
   void select_and_feed(const Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) override;
+  void logits_select_and_feed(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
+                              Tensor& logits, Tensor& spec, int k, Tensor& out, Tensor& inputs) override;
   uint64_t mark() override;
   void wait_for(uint64_t mark) override;
   bool prefers_device_selection() const override { return act_ != DType::F32; }
@@ -177,12 +179,16 @@ class CudaBackend final : public Backend {
   static constexpr int64_t kCrossCounters = 1 << 16;
   Tensor cross_counters_;
   int* cross_counters();
+  // The greedy logits product's count of finished blocks (gemv_one_row_select), zeroed once.
+  Tensor select_counter_;
   // Which cross-attention kernel (HARK_CUDA_CROSS=split|stream|stream-N; cuda::CrossKernel
   // values) and, for stream-N, its tiles a warp: the choice by shape unless set.
   int cross_kernel_ = 0, cross_tiles_ = 0;
   int cross_depth_ = 1;  // the streaming kernel's tiles in flight a warp (HARK_CUDA_CROSS_DEPTH=1|2)
   // The fused self-attention step's per-head counters (decoder_self_step.cu), zeroed once.
   Tensor self_step_counters_;
+  bool fuse_logits_norm_ = false;  // HARK_CUDA_LOGITS_NORM=fused|separate (fuse_norm)
+  bool fused_select_ = true;       // HARK_CUDA_FUSED_SELECT=0: the greedy token chosen in separate launches
   bool fused_self_step_ = false;  // HARK_CUDA_FUSED_SELF=1 (opt-in until run on a GPU)
 
   bool fp8_products_ = false;  // --compute-type fp8

@@ -47,6 +47,7 @@ CudaBackend::~CudaBackend() {
   index_buffer_ = Tensor();
   index_staging_ = Tensor();
   cross_counters_ = Tensor();
+  select_counter_ = Tensor();
   self_step_counters_ = Tensor();
   dft_basis_ = Tensor();
   mel_filters_.clear();

@@ -11,60 +11,208 @@
 //    weights in flight while the current one is summed, so that the grid is one wave and
 //    no block waits for a second one;
 //  - the norm repeats layer_norm.cu's arithmetic lane for lane (same words per lane, same
-//    sums, same rounding to T), so a fused norm gives the separate kernel's values.
+//    sums, same rounding to T), so a fused norm gives the separate kernel's values;
+//  - the norm's gamma and beta, constants like the weights, are copied to shared memory
+//    before the wait too: read from global memory after it, they were one more round trip
+//    on every normalising product's critical path (~2 µs each in bench/cuda/step_chain.cu,
+//    13 such products a large-v3-turbo step; HARK_CUDA_NORM_SMEM=0 reads them as before).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/device/mma.cuh"
 #include "core/cuda/device/one_row.cuh"
+#include "core/cuda/device/token_select.cuh"
 #include "core/cuda/device/pdl.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
 #include "core/cuda/launch.cuh"
+#include "core/token_select_rules.h"
 
 namespace hark::cuda {
 namespace {
 
 using namespace device;
 constexpr int kThreads = 256;
+bool norm_in_shared_memory();
 
-template <class T, class Y, int W, bool kNorm, bool kEvictFirst>
+constexpr int kMaxWidth = 2048;  // gemv_one_row_applies
+
+// How a fused norm reads its gamma and beta.
+enum class NormRead { kNone, kGlobal, kStaged };
+
+// The kernels' common part: warp `warp`'s rows [first, end) of y = norm(x)·wᵀ + b, each
+// value handed to on_value(row, v) on every lane after it is stored. Every thread returns
+// from it (none exits early), so a kernel may synchronise its block afterwards.
+template <class T, class Y, int W, NormRead kNorm, bool kEvictFirst, class OnValue>
+__device__ __forceinline__ void one_row_product(const T* __restrict__ x, int k, const T* __restrict__ w, int n,
+                                                const T* __restrict__ bias, Y* y, int epilogue,
+                                                const float* __restrict__ gamma, const float* __restrict__ beta,
+                                                float eps, int first, int end, OnValue on_value) {
+  // gamma then beta, when staged (16 KB at the widest).
+  __shared__ float4 staged[kNorm == NormRead::kStaged ? 2 * kMaxWidth / 4 : 1];
+  const int lane = threadIdx.x & 31;
+  auto fetch = [&](int row, uint4 (&out)[W]) { fetch_row_words<T, W, kEvictFirst>(w, k, row, row < end, lane, out); };
+  pdl_launch_next();
+  if constexpr (kNorm == NormRead::kStaged) {
+    for (int i = threadIdx.x; i < k / 4; i += kThreads) {
+      cp_async16(&staged[i], gamma + 4 * i, true);
+      cp_async16(&staged[k / 4 + i], beta + 4 * i, true);
+    }
+    cp_async_commit();
+  }
+  uint4 wv[W];
+  fetch(first, wv);
+  float b = bias && first < end ? to_float(bias[first]) : 0.0f;
+  pdl_wait();
+  if constexpr (kNorm == NormRead::kStaged) {
+    cp_async_wait<0>();
+    __syncthreads();
+    gamma = reinterpret_cast<const float*>(staged);
+    beta = reinterpret_cast<const float*>(staged + k / 4);
+  }
+  if (first >= end) return;
+
+  uint4 xv[W];
+  load_row<T, W>(x, k, lane, kNorm != NormRead::kNone ? gamma : nullptr, beta, eps, xv);
+
+  for (int row = first; row < end; ++row) {
+    uint4 next[W];
+    fetch(row + 1, next);  // zeros past this warp's rows
+    const float next_bias = bias && row + 1 < end ? to_float(bias[row + 1]) : 0.0f;
+    float v = row_dot<T, W>(wv, xv, k, lane) + b;
+    if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);
+    if (lane == 0) {
+      if (epilogue == static_cast<int>(GemvEpilogue::Residual)) v += to_float(y[row]);
+      y[row] = from_float<Y>(v);
+    }
+    on_value(row, v);
+#pragma unroll
+    for (int u = 0; u < W; ++u) wv[u] = next[u];
+    b = next_bias;
+  }
+}
+
+template <class T, class Y, int W, NormRead kNorm, bool kEvictFirst>
 __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restrict__ x, int k,
                                                                 const T* __restrict__ w, int n,
                                                                 const T* __restrict__ bias, Y* y, int epilogue,
                                                                 const float* __restrict__ gamma,
                                                                 const float* __restrict__ beta, float eps,
                                                                 int rows_per_warp) {
-  const int lane = threadIdx.x & 31;
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
   const int first = warp * rows_per_warp, end = min(n, first + rows_per_warp);
-  auto fetch = [&](int row, uint4 (&out)[W]) { fetch_row_words<T, W, kEvictFirst>(w, k, row, row < end, lane, out); };
-  pdl_launch_next();
-  uint4 wv[W];
-  fetch(first, wv);
-  float b = bias && first < end ? to_float(bias[first]) : 0.0f;
-  pdl_wait();
-  if (first >= end) return;
+  one_row_product<T, Y, W, kNorm, kEvictFirst>(x, k, w, n, bias, y, epilogue, gamma, beta, eps, first, end,
+                                               [](int, float) {});
+}
 
-  uint4 xv[W];
-  load_row<T, W>(x, k, lane, kNorm ? gamma : nullptr, beta, eps, xv);
+// The greedy step's logits with its token chosen in the same launch (token_select.cu's two
+// kernels for one row and k = 1, the same rules): lane j keeps the values of its warp's
+// rows first + j + 32·s, whose masks it looked up before the product; each block leaves
+// one part (text and timestamp log-sum-exp, best text and best timestamp token), and the
+// last block to finish merges the parts, applies the timestamps-versus-text rule, writes
+// the choice and feeds it back (select_feed_back).
+constexpr int kSelectSlots = 4;  // rows a lane keeps: at most 128 rows a warp
+constexpr int kSelectPartFloats = 8;
 
-  for (int row = first; row < end; ++row) {
-    uint4 next[W];
-    fetch(row + 1, next);  // zeros past this warp's rows
-    const float next_bias = bias && row + 1 < end ? to_float(bias[row + 1]) : 0.0f;
-    const float acc = row_dot<T, W>(wv, xv, k, lane);
-    if (lane == 0) {
-      float v = acc + b;
-      if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);
-      if (epilogue == static_cast<int>(GemvEpilogue::Residual)) v += to_float(y[row]);
-      y[row] = from_float<Y>(v);
-    }
+template <class T, int W, NormRead kNorm, bool kEvictFirst>
+__global__ void __launch_bounds__(kThreads) logits_select_kernel(const T* __restrict__ x, int k,
+                                                                 const T* __restrict__ w, int n, float* y,
+                                                                 const float* __restrict__ gamma,
+                                                                 const float* __restrict__ beta, float eps,
+                                                                 int rows_per_warp, OneRowSelect sel) {
+  using namespace select_spec;
+  __shared__ Lse lse_scratch[kThreads / 32];
+  __shared__ Best best_scratch[kThreads / 32];
+  __shared__ float warp_parts[kThreads / 32][kSelectPartFloats];
+  __shared__ bool last;
+  const int lane = threadIdx.x & 31, warp_in_block = threadIdx.x >> 5;
+  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+  const int first = warp * rows_per_warp, end = min(n, first + rows_per_warp);
+  float kept[kSelectSlots];
 #pragma unroll
-    for (int u = 0; u < W; ++u) wv[u] = next[u];
-    b = next_bias;
+  for (int s = 0; s < kSelectSlots; ++s) kept[s] = -INFINITY;
+  one_row_product<T, float, W, kNorm, kEvictFirst>(x, k, w, n, nullptr, y, 0, gamma, beta, eps, first, end,
+                                                   [&](int row, float v) {
+                                                     const int i = row - first;
+#pragma unroll
+                                                     for (int s = 0; s < kSelectSlots; ++s)
+                                                       if (i == lane + 32 * s) kept[s] = v;
+                                                   });
+  // After the product (whose pdl_wait every thread passed): the spec is the previous
+  // step's. Lane j's rows, masked as select_parts masks them.
+  const int32_t* spec = sel.spec;
+  const int32_t* summary = spec + kHeader + spec[kMaskWords];
+  const int ts = spec[kTimestamps] ? spec[kTimestampBegin] : n;
+  Lse text{-INFINITY, 0.0f}, stamp{-INFINITY, 0.0f};
+  Best best_text{-INFINITY, -1}, best_stamp{-INFINITY, -1};
+#pragma unroll
+  for (int s = 0; s < kSelectSlots; ++s) {
+    const int row = first + lane + 32 * s;
+    if (row >= end || kept[s] == -INFINITY || select_masked(spec, summary, row)) continue;
+    if (row < ts) {
+      text = add(text, Lse{kept[s], 1.0f});
+      best_text = better(best_text, Best{kept[s], row});
+    } else {
+      stamp = add(stamp, Lse{kept[s], 1.0f});
+      best_stamp = better(best_stamp, Best{kept[s], row});
+    }
+  }
+  text = warp_lse(text), stamp = warp_lse(stamp);
+  best_text = warp_best(best_text), best_stamp = warp_best(best_stamp);
+  if (lane == 0) {
+    float* p = warp_parts[warp_in_block];
+    p[0] = text.max, p[1] = text.sum, p[2] = stamp.max, p[3] = stamp.sum;
+    p[4] = best_text.value, p[5] = __int_as_float(best_text.index);
+    p[6] = best_stamp.value, p[7] = __int_as_float(best_stamp.index);
+  }
+  __syncthreads();
+  // The block's part, then the count of finished blocks.
+  if (threadIdx.x == 0) {
+    Lse bt{-INFINITY, 0.0f}, bs{-INFINITY, 0.0f};
+    Best xt{-INFINITY, -1}, xs{-INFINITY, -1};
+    for (int i = 0; i < kThreads / 32; ++i) {
+      const float* p = warp_parts[i];
+      bt = add(bt, Lse{p[0], p[1]}), bs = add(bs, Lse{p[2], p[3]});
+      xt = better(xt, Best{p[4], __float_as_int(p[5])}), xs = better(xs, Best{p[6], __float_as_int(p[7])});
+    }
+    float* out = sel.parts + static_cast<int64_t>(blockIdx.x) * kSelectPartFloats;
+    out[0] = bt.max, out[1] = bt.sum, out[2] = bs.max, out[3] = bs.sum;
+    out[4] = xt.value, out[5] = __int_as_float(xt.index), out[6] = xs.value, out[7] = __int_as_float(xs.index);
+    __threadfence();
+    last = atomicAdd(sel.counter, 1) == static_cast<int>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  text = Lse{-INFINITY, 0.0f}, stamp = Lse{-INFINITY, 0.0f};
+  best_text = Best{-INFINITY, -1}, best_stamp = Best{-INFINITY, -1};
+  for (int b = threadIdx.x; b < static_cast<int>(gridDim.x); b += kThreads) {
+    const float* p = sel.parts + static_cast<int64_t>(b) * kSelectPartFloats;
+    text = add(text, Lse{__ldcg(p), __ldcg(p + 1)});
+    stamp = add(stamp, Lse{__ldcg(p + 2), __ldcg(p + 3)});
+    best_text = better(best_text, Best{__ldcg(p + 4), __float_as_int(__ldcg(p + 5))});
+    best_stamp = better(best_stamp, Best{__ldcg(p + 6), __float_as_int(__ldcg(p + 7))});
+  }
+  text = block_lse(text, lse_scratch);
+  stamp = block_lse(stamp, lse_scratch);
+  best_text = block_best(best_text, best_scratch);
+  best_stamp = block_best(best_stamp, best_scratch);
+  if (threadIdx.x == 0) {
+    *sel.counter = 0;  // for the next launch
+    // The timestamps together likelier than any text token: text is masked.
+    const bool text_masked = spec[kTimestamps] && log_sum(stamp) > text.max;
+    const float lse = text_masked ? log_sum(stamp) : log_sum(add(text, stamp));
+    const Best chosen = text_masked ? best_stamp : better(best_text, best_stamp);
+    const bool found = chosen.index >= 0;
+    const int token = found ? chosen.index : spec[kEot];
+    sel.out[0] = token;
+    sel.out[1] = __float_as_int(found ? chosen.value - lse : -INFINITY);
+    // Every block has read the spec's row summary (each counted itself after its reads).
+    if (sel.feed) select_feed_back(sel.spec, 0, token, sel.feed, 1);
   }
 }
 
@@ -83,7 +231,7 @@ int resident_warps(Kernel kernel) {
   return multiprocessors() * std::max(1, blocks_per_sm) * (kThreads / 32);
 }
 
-template <class T, class Y, int W, bool kNorm, bool kEvictFirst>
+template <class T, class Y, int W, NormRead kNorm, bool kEvictFirst>
 void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, const GemvNorm* norm,
             cudaStream_t stream) {
   auto kernel = gemv_one_row_kernel<T, Y, W, kNorm, kEvictFirst>;
@@ -102,12 +250,55 @@ template <class T, class Y, int W>
 void launch(const void* x, int k, const void* w, int n, const void* bias, void* y, int epilogue, const GemvNorm* norm,
             cudaStream_t stream) {
   const bool hints = l2_hints();
-  if (norm)
-    hints ? launch<T, Y, W, true, true>(x, k, w, n, bias, y, epilogue, norm, stream)
-          : launch<T, Y, W, true, false>(x, k, w, n, bias, y, epilogue, norm, stream);
+  auto go = [&](auto read) {
+    constexpr NormRead kRead = decltype(read)::value;
+    hints ? launch<T, Y, W, kRead, true>(x, k, w, n, bias, y, epilogue, norm, stream)
+          : launch<T, Y, W, kRead, false>(x, k, w, n, bias, y, epilogue, norm, stream);
+  };
+  if (!norm)
+    go(std::integral_constant<NormRead, NormRead::kNone>{});
+  else if (norm_in_shared_memory())
+    go(std::integral_constant<NormRead, NormRead::kStaged>{});
   else
-    hints ? launch<T, Y, W, false, true>(x, k, w, n, bias, y, epilogue, norm, stream)
-          : launch<T, Y, W, false, false>(x, k, w, n, bias, y, epilogue, norm, stream);
+    go(std::integral_constant<NormRead, NormRead::kGlobal>{});
+}
+
+template <class T, int W, NormRead kNorm, bool kEvictFirst>
+bool launch_select(const void* x, int k, const void* w, int n, float* y, const GemvNorm* norm,
+                   const OneRowSelect& sel, cudaStream_t stream) {
+  auto kernel = logits_select_kernel<T, W, kNorm, kEvictFirst>;
+  static const int capacity = resident_warps(kernel);
+  const int rows_per_warp = std::max(1, (n + capacity - 1) / capacity);
+  if (rows_per_warp > 32 * kSelectSlots) return false;  // more rows a warp than its lanes keep
+  const int warps = (n + rows_per_warp - 1) / rows_per_warp;
+  const unsigned blocks = static_cast<unsigned>((warps + kThreads / 32 - 1) / (kThreads / 32));
+  if (static_cast<int64_t>(blocks) > sel.max_parts) return false;
+  launch_kernel(kernel, blocks, kThreads, 0, stream, static_cast<const T*>(x), k, static_cast<const T*>(w), n, y,
+                norm ? norm->gamma : nullptr, norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, rows_per_warp, sel);
+  return true;
+}
+
+template <class T, int W>
+bool launch_select(const void* x, int k, const void* w, int n, float* y, const GemvNorm* norm,
+                   const OneRowSelect& sel, cudaStream_t stream) {
+  const bool hints = l2_hints();
+  auto go = [&](auto read) {
+    constexpr NormRead kRead = decltype(read)::value;
+    return hints ? launch_select<T, W, kRead, true>(x, k, w, n, y, norm, sel, stream)
+                 : launch_select<T, W, kRead, false>(x, k, w, n, y, norm, sel, stream);
+  };
+  if (!norm) return go(std::integral_constant<NormRead, NormRead::kNone>{});
+  if (norm_in_shared_memory()) return go(std::integral_constant<NormRead, NormRead::kStaged>{});
+  return go(std::integral_constant<NormRead, NormRead::kGlobal>{});
+}
+
+// Measurement switch HARK_CUDA_NORM_SMEM=0: gamma and beta read from global memory after the wait.
+bool norm_in_shared_memory() {
+  static const bool on = [] {
+    const char* env = std::getenv("HARK_CUDA_NORM_SMEM");
+    return !(env && std::string(env) == "0");
+  }();
+  return on;
 }
 
 }  // namespace
@@ -148,6 +339,27 @@ void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const vo
     else
       go(T{});
   });
+}
+
+int64_t logits_select_parts_floats() { return static_cast<int64_t>(kMaxSelectParts) * kSelectPartFloats; }
+
+bool gemv_one_row_select(DType dt, const void* x, int k, const void* w, int n, float* y, const GemvNorm* norm,
+                         const OneRowSelect& sel, cudaStream_t stream) {
+  if (n <= 0 || !gemv_one_row_applies(1, k)) return false;
+  const int per_lane = (k / 8 + 31) / 32;
+  bool launched = false;
+  dispatch_half(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (per_lane <= 2)
+      launched = launch_select<T, 2>(x, k, w, n, y, norm, sel, stream);
+    else if (per_lane <= 4)
+      launched = launch_select<T, 4>(x, k, w, n, y, norm, sel, stream);
+    else if (per_lane <= 5)
+      launched = launch_select<T, 5>(x, k, w, n, y, norm, sel, stream);
+    else
+      launched = launch_select<T, 8>(x, k, w, n, y, norm, sel, stream);
+  });
+  return launched;
 }
 
 }  // namespace hark::cuda

@@ -85,6 +85,24 @@ void gemv_setup();
 bool gemv_one_row_applies(int m, int k);
 void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
                   GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm);
+// The greedy step's logits y[n] (f32) = norm(x)·wᵀ with its token chosen by the same
+// launch: select_tokens for one row and k = 1 (the same rules, spec and out layout), fed
+// back into the spec and `feed` when that is given (select_and_feed). `parts` holds
+// logits_select_parts_floats() floats; `counter` one int, zero before and left zero.
+// Returns false, launching nothing, where it does not apply (more rows a warp than the
+// kernel keeps, or a width gemv_one_row does not take): the caller selects separately.
+struct OneRowSelect {
+  int32_t* spec;
+  float* parts;
+  int64_t max_parts;
+  int* counter;
+  int32_t* out;
+  int32_t* feed;
+};
+constexpr int kMaxSelectParts = 1024;
+int64_t logits_select_parts_floats();
+bool gemv_one_row_select(DType dt, const void* x, int k, const void* w, int n, float* y, const GemvNorm* norm,
+                         const OneRowSelect& sel, cudaStream_t stream);
 // ---- gemv_one_row_wide.cu: one row of width 2056..8192, no norm ---------------------------
 bool gemv_one_row_wide_applies(int m, int k);
 void gemv_one_row_wide(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/cuda/device/pdl.cuh"
+#include "core/cuda/device/token_select.cuh"
 #include "core/cuda/device/types.cuh"
 #include "core/cuda/dispatch.cuh"
 #include "core/cuda/kernels.cuh"
@@ -26,57 +27,6 @@ constexpr int kThreads = 256;
 constexpr int kMaxParts = 128;  // parts per row (32 measured 6 µs slower per greedy step)
 static_assert(kMaxParts <= kThreads, "select_merge reads one part per thread");
 constexpr int kMaxK = 16;
-
-struct Best {
-  float value;
-  int index;
-};
-
-// The larger value; on equal values the lower index (std::max_element's choice).
-__device__ __forceinline__ Best better(Best a, Best b) {
-  if (b.index < 0) return a;
-  if (a.index < 0 || b.value > a.value || (b.value == a.value && b.index < a.index)) return b;
-  return a;
-}
-
-__device__ Best block_best(Best v, Best* scratch) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    Best other{__shfl_xor_sync(0xffffffffu, v.value, o), __shfl_xor_sync(0xffffffffu, v.index, o)};
-    v = better(v, other);
-  }
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  Best r = scratch[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x) / 32; ++w) r = better(r, scratch[w]);
-  __syncthreads();
-  return r;
-}
-
-// An online log-sum-exp: max and Σ exp(x − max).
-struct Lse {
-  float max, sum;
-};
-
-__device__ __forceinline__ Lse add(Lse a, Lse b) {
-  if (b.max == -INFINITY) return a;
-  if (a.max == -INFINITY) return b;
-  const float m = fmaxf(a.max, b.max);
-  return {m, a.sum * __expf(a.max - m) + b.sum * __expf(b.max - m)};
-}
-
-__device__ Lse block_lse(Lse v, Lse* scratch) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = add(v, Lse{__shfl_xor_sync(0xffffffffu, v.max, o), __shfl_xor_sync(0xffffffffu, v.sum, o)});
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  Lse r = scratch[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x) / 32; ++w) r = add(r, scratch[w]);
-  __syncthreads();
-  return r;
-}
-
-__device__ __forceinline__ float log_sum(Lse v) { return v.max == -INFINITY ? -INFINITY : v.max + __logf(v.sum); }
 
 // Per (row, part): text Lse, timestamp Lse, then k text and k timestamp candidates.
 __host__ __device__ constexpr int part_floats(int k) { return 4 + 4 * k; }

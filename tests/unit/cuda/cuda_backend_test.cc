@@ -484,6 +484,66 @@ TEST_P(CudaOps, SelectTokensEqualsTheReference) {
   }
 }
 
+// The greedy step's logits with its token chosen in the same launch (gemv_one_row_select
+// in f16/bf16; the two ops in turn in f32): the choice, its log-probability, the fed-back
+// step inputs and row summary must be what the CPU's select_and_feed makes of the same
+// logits, under the timestamp rules in each state a row can be in, and again on a second
+// call (the kernel's counter is left zero).
+TEST_P(CudaOps, GreedyLogitsChooseTheirTokenInOneLaunch) {
+  const int ts = 50365;
+  SelectionRules rules;
+  rules.suppress_blank = true;
+  rules.blank = {220, 50257};
+  rules.suppress = {1, 2, 7, 8, 50258, 50359, 50363};
+  rules.timestamp_begin = ts;
+  rules.no_timestamps = 50364;
+  rules.eot = 50257;
+  rules.max_initial_timestamp = 50;
+  const std::vector<SampledSummary> states = {{0, -1, -1, -1},          {1, ts + 3, -1, ts + 3},   {2, 400, ts + 3, ts + 3},
+                                              {3, ts + 9, 400, ts + 9}, {4, ts + 9, ts + 9, ts + 9}, {5, 17, 30, ts + 2},
+                                              {6, 50257, 17, ts + 2}};
+  for (int64_t k : {384, 1280}) {
+    const int64_t vocab = 51866;
+    Tensor x = random({1, k}, 2.0f), w = random({vocab, k}, 0.05f), g = random({k}), beta = random({k});
+    for (bool loud_stamps : {false, true}) {
+      if (loud_stamps)  // the timestamps together likelier than any text token in some states
+        for (int64_t i = ts * k; i < vocab * k; ++i) w.data<float>()[i] += 0.02f;
+      for (bool timestamps : {true, false}) {
+        rules.timestamps = timestamps;
+        for (const SampledSummary& state : states) {
+          const std::vector<int32_t> spec = make_select_spec(rules, static_cast<int>(vocab), std::span<const SampledSummary>(&state, 1));
+          Tensor spec_host = Tensor::empty({static_cast<int64_t>(spec.size())}, DType::I32);
+          std::copy(spec.begin(), spec.end(), spec_host.data<int32_t>());
+          const Tensor inputs_host = ints({7, 0, 123}, false);
+          Tensor spec_gpu = gpu->to_device(spec_host), inputs_gpu = gpu->to_device(inputs_host);
+          Tensor out_gpu = gpu->alloc({1, 1, 2}, DType::I32);
+          for (int call = 0; call < 2; ++call) {
+            gpu->copy(spec_host, spec_gpu);
+            gpu->copy(inputs_host, inputs_gpu);
+            Tensor logits = ops::logits_select_and_feed(*gpu, up(x), g, beta, w, spec_gpu, 1, out_gpu, inputs_gpu);
+            const std::string where = "k " + std::to_string(k) + (loud_stamps ? " loud stamps" : "") +
+                                      (timestamps ? " timestamps" : "") + " state " + std::to_string(state.count) +
+                                      " call " + std::to_string(call);
+            Tensor logits_host = gpu->to_host(logits);
+            EXPECT_LT(compare(logits, ops::norm_linear(*cpu, x, g, beta, w, nullptr)), tol) << where;
+            Tensor spec_want = spec_host.clone(), inputs_want = inputs_host.clone();
+            Tensor out_want = Tensor::empty({1, 1, 2}, DType::I32);
+            ops::select_and_feed(*cpu, logits_host, spec_want, 1, out_want, inputs_want);
+            const Tensor out = gpu->to_host(out_gpu), spec_got = gpu->to_host(spec_gpu);
+            const Tensor inputs_got = gpu->to_host(inputs_gpu);
+            EXPECT_EQ(out.data<int32_t>()[0], out_want.data<int32_t>()[0]) << where;
+            EXPECT_NEAR(std::bit_cast<float>(out.data<int32_t>()[1]), std::bit_cast<float>(out_want.data<int32_t>()[1]),
+                        1e-3)
+                << where;
+            for (int i = 0; i < 3; ++i) EXPECT_EQ(inputs_got.data<int32_t>()[i], inputs_want.data<int32_t>()[i]) << where;
+            EXPECT_EQ(std::memcmp(spec_got.data<int32_t>(), spec_want.data<int32_t>(), spec_want.nbytes()), 0) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
 // A recorded step must compute what the same calls compute directly, for new inputs
 // written into its input buffer before each replay.
 TEST_P(CudaOps, ReplayedStepsSeeNewInputs) {
