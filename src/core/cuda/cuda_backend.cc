@@ -79,12 +79,6 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products)
   // The greedy step's self-attention block in one launch (decoder_self_step.cu): opt-in
   // until it has run on a GPU (written without one; docs/gpu.md).
   if (const char* env = std::getenv("HARK_CUDA_FUSED_SELF"); env && std::string(env) == "1") fused_self_step_ = true;
-  // The logits' layer norm fused into the one-row product (HARK_CUDA_LOGITS_NORM=fused) or
-  // its own one-block launch before it (=separate).
-  if (const char* env = std::getenv("HARK_CUDA_LOGITS_NORM"); env && std::string(env) == "fused")
-    fuse_logits_norm_ = true;
-  if (const char* env = std::getenv("HARK_CUDA_LOGITS_NORM"); env && std::string(env) == "separate")
-    fuse_logits_norm_ = false;
   // The greedy step's token chosen in the logits product's launch (gemv_one_row_select)
   // unless HARK_CUDA_FUSED_SELECT=0.
   if (const char* env = std::getenv("HARK_CUDA_FUSED_SELECT"); env && std::string(env) == "0") fused_select_ = false;
@@ -279,14 +273,14 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
                             const Tensor* bias, Tensor& y, Epilogue epilogue) {
   const int64_t k = x.dim(-1), m = x.numel() / k, n = w.dim(0);
   // Every block of the product normalises the rows again: worth it for the layers' few
-  // hundred blocks, not for the logits' thousands in gemv.cu (fusing it there measured
-  // 0.343 ms per step against 0.324 with a separate norm). One row goes to the one-row
-  // kernel, where each warp normalises in registers: the logits' norm is fused there as
-  // fuse_logits_norm_ says (docs/benchmarks.md).
+  // hundred blocks, not for the logits' thousands (fusing it there measured 0.343 ms per
+  // step against 0.324 with a separate norm; through the one-row kernel, where each warp
+  // normalises in registers, 0.273 both ways, and 0.221 against 0.222 ms with gamma and
+  // beta staged: docs/benchmarks.md). The greedy step's logits fuse it anyway, in the
+  // launch that also chooses the token (logits_select_and_feed).
   constexpr int64_t kMaxFusedColumns = 8192;
-  const bool one_row_logits = fuse_logits_norm_ && cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k));
-  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || (n > kMaxFusedColumns && !one_row_logits) ||
-      lt_for_few_rows_ || prefers_lt(m, n, k))
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
+      prefers_lt(m, n, k))
     return false;
   const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
                             static_cast<const float*>(resident(beta, DType::F32)), eps};

@@ -187,7 +187,6 @@ class CudaBackend final : public Backend {
   int cross_depth_ = 1;  // the streaming kernel's tiles in flight a warp (HARK_CUDA_CROSS_DEPTH=1|2)
   // The fused self-attention step's per-head counters (decoder_self_step.cu), zeroed once.
   Tensor self_step_counters_;
-  bool fuse_logits_norm_ = false;  // HARK_CUDA_LOGITS_NORM=fused|separate (fuse_norm)
   bool fused_select_ = true;       // HARK_CUDA_FUSED_SELECT=0: the greedy token chosen in separate launches
   bool fused_self_step_ = false;  // HARK_CUDA_FUSED_SELF=1 (opt-in until run on a GPU)
 

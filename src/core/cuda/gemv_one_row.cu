@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
 
 // The greedy step's logits with its token chosen in the same launch (token_select.cu's two
 // kernels for one row and k = 1, the same rules): lane j keeps the values of its warp's
-// rows first + j + 32·s, whose masks it looked up before the product; each block leaves
+// rows first + j + 32·s and tests their masks after the product; each block leaves
 // one part (text and timestamp log-sum-exp, best text and best timestamp token), and the
 // last block to finish merges the parts, applies the timestamps-versus-text rule, writes
 // the choice and feeds it back (select_feed_back).

@@ -504,10 +504,13 @@ TEST_P(CudaOps, GreedyLogitsChooseTheirTokenInOneLaunch) {
                                               {6, 50257, 17, ts + 2}};
   for (int64_t k : {384, 1280}) {
     const int64_t vocab = 51866;
-    Tensor x = random({1, k}, 2.0f), w = random({vocab, k}, 0.05f), g = random({k}), beta = random({k});
+    Tensor x = random({1, k}, 2.0f), quiet = random({vocab, k}, 0.05f), g = random({k}), beta = random({k});
+    // The timestamps together likelier than any text token in some states. (A tensor of
+    // its own: the backend keeps device copies of weights by their host address.)
+    Tensor loud = quiet.clone();
+    for (int64_t i = ts * k; i < vocab * k; ++i) loud.data<float>()[i] += 0.02f;
     for (bool loud_stamps : {false, true}) {
-      if (loud_stamps)  // the timestamps together likelier than any text token in some states
-        for (int64_t i = ts * k; i < vocab * k; ++i) w.data<float>()[i] += 0.02f;
+      const Tensor& w = loud_stamps ? loud : quiet;
       for (bool timestamps : {true, false}) {
         rules.timestamps = timestamps;
         for (const SampledSummary& state : states) {
