@@ -7,6 +7,7 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/ops.h"
 #include "core/thread_pool.h"
+#include "core/token_select.h"
 
 namespace hark {
 namespace {
@@ -198,6 +199,56 @@ TEST(CpuBackend, ShapeErrorsAreClear) {
   EXPECT_THROW(make_cpu_backend({.threads = 1, .compute_type = "f16"}), Error);
   EXPECT_THROW(make_backend("cpu", {.threads = 1, .compute_type = "int4"}), Error);
   EXPECT_THROW(make_backend("tpu", {}), Error);
+}
+
+// The logits product with the selection after it (Backend::logits_select_and_feed; the
+// GPU does both in one launch) is, on the CPU, norm_linear then select_and_feed; a spec,
+// choice buffer, input buffer or k that does not fit is a clear error.
+TEST(CpuBackend, LogitsSelectAndFeedIsTheTwoOpsInTurn) {
+  auto be = make_cpu_backend({1});
+  std::mt19937 rng(7);
+  const int vocab = 600;
+  Tensor x = random_tensor({1, 32}, rng), g = random_tensor({32}, rng), b = random_tensor({32}, rng);
+  Tensor w = random_tensor({vocab, 32}, rng);
+  SelectionRules rules;
+  rules.timestamps = true;
+  rules.timestamp_begin = 500;
+  rules.no_timestamps = 499;
+  rules.eot = 498;
+  const SampledSummary state{2, 17, 501, 501};
+  const std::vector<int32_t> spec = make_select_spec(rules, vocab, std::span<const SampledSummary>(&state, 1));
+  auto make_spec = [&] {
+    Tensor t = Tensor::empty({static_cast<int64_t>(spec.size())}, DType::I32);
+    std::copy(spec.begin(), spec.end(), t.data<int32_t>());
+    return t;
+  };
+  auto make_inputs = [] {
+    Tensor t = Tensor::zeros({3}, DType::I32);
+    t.data<int32_t>()[0] = 5;
+    return t;
+  };
+  Tensor spec_a = make_spec(), spec_b = make_spec(), in_a = make_inputs(), in_b = make_inputs();
+  Tensor out_a = Tensor::zeros({1, 1, 2}, DType::I32), out_b = Tensor::zeros({1, 1, 2}, DType::I32);
+  Tensor logits = ops::logits_select_and_feed(*be, x, g, b, w, spec_a, 1, out_a, in_a);
+  Tensor want = ops::norm_linear(*be, x, g, b, w, nullptr);
+  ops::select_and_feed(*be, want, spec_b, 1, out_b, in_b);
+  ASSERT_EQ(logits.numel(), want.numel());
+  for (int64_t i = 0; i < want.numel(); ++i) EXPECT_EQ(logits.data<float>()[i], want.data<float>()[i]) << i;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(out_a.data<int32_t>()[i], out_b.data<int32_t>()[i]);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(in_a.data<int32_t>()[i], in_b.data<int32_t>()[i]);
+  for (size_t i = 0; i < spec.size(); ++i) EXPECT_EQ(spec_a.data<int32_t>()[i], spec_b.data<int32_t>()[i]) << i;
+  EXPECT_EQ(in_a.data<int32_t>()[0], 6);  // one more position, the choice fed back
+  EXPECT_EQ(in_a.data<int32_t>()[2], out_a.data<int32_t>()[0]);
+
+  Tensor short_spec = Tensor::zeros({static_cast<int64_t>(spec.size()) - 1}, DType::I32);
+  Tensor short_out = Tensor::zeros({1}, DType::I32), short_inputs = Tensor::zeros({2}, DType::I32);
+  EXPECT_THROW(ops::logits_select_and_feed(*be, x, g, b, w, short_spec, 1, out_a, in_a), Error);
+  EXPECT_THROW(ops::logits_select_and_feed(*be, x, g, b, w, spec_a, 1, short_out, in_a), Error);
+  EXPECT_THROW(ops::logits_select_and_feed(*be, x, g, b, w, spec_a, 1, out_a, short_inputs), Error);
+  EXPECT_THROW(ops::logits_select_and_feed(*be, x, g, b, w, spec_a, 0, out_a, in_a), Error);
+  EXPECT_THROW(ops::logits_select_and_feed(*be, x, g, b, w, spec_a, 17, out_a, in_a), Error);
+  EXPECT_THROW(ops::logits_select_and_feed(*be, x, g, b, Tensor::zeros({vocab, 31}), spec_a, 1, out_a, in_a), Error);
+  EXPECT_THROW(ops::logits_select_and_feed(*be, x, Tensor::zeros({31}), b, w, spec_a, 1, out_a, in_a), Error);
 }
 
 }  // namespace
