@@ -45,7 +45,7 @@ constexpr int kMaxWidth = 2048;  // gemv_one_row_applies
 enum class NormRead { kNone, kGlobal, kStaged };
 
 // The kernels' common part: warp `warp`'s rows [first, end) of y = norm(x)·wᵀ + b, each
-// value handed to on_value(row, v) on every lane after it is stored. Every thread returns
+// value (after GELU, before a residual add) handed to on_value(row, v) on every lane. Every thread returns
 // from it (none exits early), so a kernel may synchronise its block afterwards.
 template <class T, class Y, int W, NormRead kNorm, bool kEvictFirst, class OnValue>
 __device__ __forceinline__ void one_row_product(const T* __restrict__ x, int k, const T* __restrict__ w, int n,
@@ -86,8 +86,8 @@ __device__ __forceinline__ void one_row_product(const T* __restrict__ x, int k, 
     float v = row_dot<T, W>(wv, xv, k, lane) + b;
     if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);
     if (lane == 0) {
-      if (epilogue == static_cast<int>(GemvEpilogue::Residual)) v += to_float(y[row]);
-      y[row] = from_float<Y>(v);
+      const float stored = epilogue == static_cast<int>(GemvEpilogue::Residual) ? v + to_float(y[row]) : v;
+      y[row] = from_float<Y>(stored);
     }
     on_value(row, v);
 #pragma unroll
