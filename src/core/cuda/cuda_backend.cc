@@ -425,8 +425,8 @@ void CudaBackend::logits_select_and_feed(const Tensor& x, const Tensor& gamma, c
     Tensor parts = alloc({cuda::logits_select_parts_floats()}, DType::F32);
     const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
                               static_cast<const float*>(resident(beta, DType::F32)), eps};
-    const cuda::OneRowSelect sel{spec.data<int32_t>(), parts.data<float>(), cuda::kMaxSelectParts,
-                                 select_counter_.data<int32_t>(), out.data<int32_t>(), inputs.data<int32_t>()};
+    const cuda::OneRowSelect sel{spec.data<int32_t>(), parts.data<float>(), select_counter_.data<int32_t>(),
+                                 out.data<int32_t>(), inputs.data<int32_t>()};
     if (cuda::gemv_one_row_select(act_, x.raw(), static_cast<int>(width), resident(w, act_), static_cast<int>(n),
                                   logits.data<float>(), &norm, sel, stream_)) {
       cuda::check_launch("logits with the token chosen");

@@ -39,7 +39,7 @@ using namespace device;
 constexpr int kThreads = 256;
 bool norm_in_shared_memory();
 
-constexpr int kMaxWidth = 2048;  // gemv_one_row_applies
+constexpr int kMaxWidth = 2048;  // the widest row the kernels take (gemv_one_row_applies)
 
 // How a fused norm reads its gamma and beta.
 enum class NormRead { kNone, kGlobal, kStaged };
@@ -272,7 +272,7 @@ bool launch_select(const void* x, int k, const void* w, int n, float* y, const G
   if (rows_per_warp > 32 * kSelectSlots) return false;  // more rows a warp than its lanes keep
   const int warps = (n + rows_per_warp - 1) / rows_per_warp;
   const unsigned blocks = static_cast<unsigned>((warps + kThreads / 32 - 1) / (kThreads / 32));
-  if (static_cast<int64_t>(blocks) > sel.max_parts) return false;
+  if (static_cast<int>(blocks) > kMaxSelectParts) return false;
   launch_kernel(kernel, blocks, kThreads, 0, stream, static_cast<const T*>(x), k, static_cast<const T*>(w), n, y,
                 norm ? norm->gamma : nullptr, norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, rows_per_warp, sel);
   return true;
@@ -317,7 +317,7 @@ bool gemv_one_row_applies(int m, int k) {
     const char* env = std::getenv("HARK_CUDA_GEMV_ONE_ROW");
     return !(env && std::string(env) == "0");
   }();
-  return enabled && m == 1 && k % 8 == 0 && k <= 2048;
+  return enabled && m == 1 && k % 8 == 0 && k <= kMaxWidth;
 }
 
 void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,

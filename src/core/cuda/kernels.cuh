@@ -94,7 +94,6 @@ void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const vo
 struct OneRowSelect {
   int32_t* spec;
   float* parts;
-  int64_t max_parts;
   int* counter;
   int32_t* out;
   int32_t* feed;

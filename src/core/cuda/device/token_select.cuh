@@ -31,15 +31,20 @@ __device__ __forceinline__ Best warp_best(Best v) {
   return v;
 }
 
-// Across the block (every thread must call it); `scratch` holds one entry a warp.
-__device__ inline Best block_best(Best v, Best* scratch) {
-  v = warp_best(v);
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+// Warp results (every lane holding its warp's) combined across the block in warp order;
+// every thread must call it, `scratch` holds one entry a warp.
+template <class V, class Combine>
+__device__ inline V block_combine(V warp_result, V* scratch, Combine combine) {
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = warp_result;
   __syncthreads();
-  Best r = scratch[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x) / 32; ++w) r = better(r, scratch[w]);
+  V r = scratch[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x) / 32; ++w) r = combine(r, scratch[w]);
   __syncthreads();
   return r;
+}
+
+__device__ inline Best block_best(Best v, Best* scratch) {
+  return block_combine(warp_best(v), scratch, [](Best a, Best b) { return better(a, b); });
 }
 
 // An online log-sum-exp: max and Σ exp(x − max).
@@ -61,13 +66,7 @@ __device__ __forceinline__ Lse warp_lse(Lse v) {
 }
 
 __device__ inline Lse block_lse(Lse v, Lse* scratch) {
-  v = warp_lse(v);
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  Lse r = scratch[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x) / 32; ++w) r = add(r, scratch[w]);
-  __syncthreads();
-  return r;
+  return block_combine(warp_lse(v), scratch, [](Lse a, Lse b) { return add(a, b); });
 }
 
 __device__ __forceinline__ float log_sum(Lse v) { return v.max == -INFINITY ? -INFINITY : v.max + __logf(v.sum); }
