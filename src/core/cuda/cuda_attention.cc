@@ -104,7 +104,8 @@ void CudaBackend::norm_cached_attention(const Tensor& x, const Tensor& gamma, co
   const int64_t k = x.dim(-1), m = x.numel() / k, d = out.dim(1);
   const int hd = static_cast<int>(d / n_heads);
   // Where the two-launch path would run the one-row product with the norm fused
-  // (fuse_norm) and then the cached kernel: the fused step computes the same numbers.
+  // (fuse_norm) and then the cached kernel: the fused step computes the same numbers as
+  // those two with the norm unfolded (HARK_CUDA_NORM_FOLD=0; it normalises x first).
   const bool one_row = m == 1 && n_new == 1 && lengths.numel() == 1 && d == k && qkv.dim(-1) == 3 * d;
   if (fused_self_step_ && act_ != DType::F32 && one_row && cuda::gemv_one_row_applies(1, static_cast<int>(k)) &&
       !lt_for_few_rows_ && cuda::self_attention_step_applies(static_cast<int>(k), n_heads, hd)) {

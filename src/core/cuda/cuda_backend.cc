@@ -82,6 +82,9 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products)
   // The greedy step's token chosen in the logits product's launch (gemv_one_row_select)
   // unless HARK_CUDA_FUSED_SELECT=0.
   if (const char* env = std::getenv("HARK_CUDA_FUSED_SELECT"); env && std::string(env) == "0") fused_select_ = false;
+  // The one-row products' fused norms folded into the product (norm_fold.cu) unless
+  // HARK_CUDA_NORM_FOLD=0, which normalises x first as before 2026-12-04.
+  if (const char* env = std::getenv("HARK_CUDA_NORM_FOLD"); env && std::string(env) == "0") fold_norms_ = false;
   // Measurement switch: few-row products through cuBLASLt instead of gemv.cu.
   if (const char* env = std::getenv("HARK_CUDA_GEMV"); env && std::string(env) == "lt") lt_for_few_rows_ = true;
   // And the other way: every few-row product in gemv.cu, the MLP's wide ones included.
@@ -282,15 +285,39 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
   if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
       prefers_lt(m, n, k))
     return false;
-  const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
-                            static_cast<const float*>(resident(beta, DType::F32)), eps};
+  cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
+                      static_cast<const float*>(resident(beta, DType::F32)), eps};
   const auto epi = epilogue == Epilogue::Gelu       ? cuda::GemvEpilogue::Gelu
                    : epilogue == Epilogue::Residual ? cuda::GemvEpilogue::Residual
                                                     : cuda::GemvEpilogue::None;
-  cuda::gemv(act_, x.raw(), static_cast<int>(m), static_cast<int>(k), resident(w, act_), static_cast<int>(n),
-             bias ? resident(*bias, act_) : nullptr, y.dtype(), y.raw(), n, epi, stream_, &norm);
+  const void* w16 = resident(w, act_);
+  const void* b16 = bias ? resident(*bias, act_) : nullptr;
+  fold_norm(norm, w, w16, b16, m, k);
+  cuda::gemv(act_, x.raw(), static_cast<int>(m), static_cast<int>(k), w16, static_cast<int>(n), b16, y.dtype(),
+             y.raw(), n, epi, stream_, &norm);
   cuda::check_launch("gemv (layer norm fused)");
   return true;
+}
+
+void CudaBackend::fold_norm(cuda::GemvNorm& norm, const Tensor& w, const void* w16, const void* b16, int64_t m,
+                            int64_t k) {
+  if (!fold_norms_ || !cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k)) ||
+      !cuda::gemv_one_row_folds(static_cast<int>(k)))
+    return;
+  const int64_t n = w.dim(0);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  const auto key = std::make_tuple(w16, static_cast<const void*>(norm.gamma), static_cast<const void*>(norm.beta), b16);
+  auto it = folded_norms_.find(key);
+  if (it == folded_norms_.end()) {
+    const PauseArena pause(arena_);  // kept for the backend's lifetime, like the weight
+    FoldedNorm f{alloc({n}, DType::F32), alloc({n}, DType::F32), w.device() == Device::Cuda ? w : Tensor()};
+    cuda::norm_fold_constants(act_, w16, static_cast<int>(n), static_cast<int>(k), norm.gamma, norm.beta, b16,
+                              f.scale.data<float>(), f.shift.data<float>(), stream_);
+    it = folded_norms_.emplace(key, std::move(f)).first;
+  }
+  if (it->second.scale.dim(0) != n) throw Error(ErrorCode::Internal, "[cuda] a folded norm was cached with another shape");
+  norm.fold_scale = it->second.scale.data<float>();
+  norm.fold_shift = it->second.shift.data<float>();
 }
 
 void CudaBackend::norm_linear(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
@@ -423,11 +450,13 @@ void CudaBackend::logits_select_and_feed(const Tensor& x, const Tensor& gamma, c
       check(cudaMemsetAsync(select_counter_.raw(), 0, select_counter_.nbytes(), stream_), "zeroing the counter");
     }
     Tensor parts = alloc({cuda::logits_select_parts_floats()}, DType::F32);
-    const cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
-                              static_cast<const float*>(resident(beta, DType::F32)), eps};
+    cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
+                        static_cast<const float*>(resident(beta, DType::F32)), eps};
+    const void* w16 = resident(w, act_);
+    fold_norm(norm, w, w16, nullptr, 1, width);
     const cuda::OneRowSelect sel{spec.data<int32_t>(), parts.data<float>(), select_counter_.data<int32_t>(),
                                  out.data<int32_t>(), inputs.data<int32_t>()};
-    if (cuda::gemv_one_row_select(act_, x.raw(), static_cast<int>(width), resident(w, act_), static_cast<int>(n),
+    if (cuda::gemv_one_row_select(act_, x.raw(), static_cast<int>(width), w16, static_cast<int>(n),
                                   logits.data<float>(), &norm, sel, stream_)) {
       cuda::check_launch("logits with the token chosen");
       return;

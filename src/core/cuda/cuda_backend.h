@@ -24,6 +24,9 @@
 #include "core/cuda/gemm_lt.h"
 
 namespace hark {
+namespace cuda {
+struct GemvNorm;  // kernels.cuh
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -110,6 +113,16 @@ class CudaBackend final : public Backend {
   // The layer norm folded into the few-row product (gemv.cu); false where it does not apply.
   bool fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, const Tensor& w,
                  const Tensor* bias, Tensor& y, Epilogue epilogue);
+  // The greedy step's fused norms folded into their one-row products (GemvNorm's
+  // fold_scale and fold_shift, norm_fold.cu): the constants of one (weight, gamma, beta,
+  // bias), made on first use and kept for the backend's lifetime. A weight the caller passed
+  // as a device tensor is kept with them, so that its address cannot name another later.
+  struct FoldedNorm {
+    Tensor scale, shift, device_weight;
+  };
+  // Sets norm.fold_scale and fold_shift where the one-row kernel folds a norm of width k
+  // (HARK_CUDA_NORM_FOLD=0: never).
+  void fold_norm(cuda::GemvNorm& norm, const Tensor& w, const void* w16, const void* b16, int64_t m, int64_t k);
   // Few-row shapes that cuBLASLt runs faster than gemv.cu.
   bool prefers_lt(int64_t m, int64_t n, int64_t k) const;
   // ---- fp8 products (cuda_fp8_products.cc) ----
@@ -188,6 +201,8 @@ class CudaBackend final : public Backend {
   // The fused self-attention step's per-head counters (decoder_self_step.cu), zeroed once.
   Tensor self_step_counters_;
   bool fused_select_ = true;       // HARK_CUDA_FUSED_SELECT=0: the greedy token chosen in separate launches
+  bool fold_norms_ = true;         // HARK_CUDA_NORM_FOLD=0: one-row products normalise x first
+  std::map<std::tuple<const void*, const void*, const void*, const void*>, FoldedNorm> folded_norms_;
   bool fused_self_step_ = false;  // HARK_CUDA_FUSED_SELF=1 (opt-in until run on a GPU)
 
   bool fp8_products_ = false;  // --compute-type fp8

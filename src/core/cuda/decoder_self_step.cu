@@ -9,7 +9,9 @@
 // it writes them to the packed qkv buffer, K and V also to the cache. The last part of a head
 // to finish (a counter per head, reset by it) attends over the head's keys with the cached
 // kernel's arithmetic (device/cached_attention.cuh). So the outputs equal the two-launch
-// path's bit for bit (CudaOps.FusedSelfAttentionStepEqualsTwoLaunches).
+// path's bit for bit (CudaOps.FusedSelfAttentionStepEqualsTwoLaunches) with the norm
+// unfolded (HARK_CUDA_NORM_FOLD=0): this kernel normalises x first, where the one-row
+// product folds the norm by default since 2026-12-04.
 //
 // Status (2026-12-01): written in a session without a GPU, opt-in (HARK_CUDA_FUSED_SELF=1)
 // until it has passed the GPU tests and been timed. Expected: the product's ~9.5 µs and the

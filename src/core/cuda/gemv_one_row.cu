@@ -40,9 +40,23 @@ constexpr int kThreads = 256;
 bool norm_in_shared_memory();
 
 constexpr int kMaxWidth = 2048;  // the widest row the kernels take (gemv_one_row_applies)
+// The folded norm keeps x·γ in fp32 registers (8 a word): up to 5 words a lane, width 1280,
+// the widest d of Whisper's sizes (gemv_one_row_folds).
+constexpr int kMaxFoldedWords = 5;
 
-// How a fused norm reads its gamma and beta.
-enum class NormRead { kNone, kGlobal, kStaged };
+// Whether a fused norm runs folded: its constants given, and the row within its width.
+bool folds(const GemvNorm* norm, int words_per_lane) {
+  return norm && norm->fold_scale && norm->fold_shift && words_per_lane <= kMaxFoldedWords;
+}
+[[noreturn]] void unreachable_fold() {
+  throw Error(ErrorCode::Internal, "[cuda] a folded norm wider than the one-row kernel keeps");
+}
+
+// How a fused norm is applied: kGlobal and kStaged normalise x first (gamma and beta read
+// from global memory after the wait, or staged in shared memory before it); kFolded
+// multiplies x by gamma and corrects each output with the folded constants (one_row.cuh,
+// "The folded norm"; the default, HARK_CUDA_NORM_FOLD=0 goes back to kStaged).
+enum class NormRead { kNone, kGlobal, kStaged, kFolded };
 
 // The kernels' common part: warp `warp`'s rows [first, end) of y = norm(x)·wᵀ + b, each
 // value (after GELU, before a residual add) handed to on_value(row, v) on every lane. Every thread returns
@@ -51,7 +65,10 @@ template <class T, class Y, int W, NormRead kNorm, bool kEvictFirst, class OnVal
 __device__ __forceinline__ void one_row_product(const T* __restrict__ x, int k, const T* __restrict__ w, int n,
                                                 const T* __restrict__ bias, Y* y, int epilogue,
                                                 const float* __restrict__ gamma, const float* __restrict__ beta,
-                                                float eps, int first, int end, OnValue on_value) {
+                                                float eps, const float* __restrict__ fold_scale,
+                                                const float* __restrict__ fold_shift, int first, int end,
+                                                OnValue on_value) {
+  constexpr bool kFolded = kNorm == NormRead::kFolded;
   // gamma then beta, when staged (16 KB at the widest).
   __shared__ float4 staged[kNorm == NormRead::kStaged ? 2 * kMaxWidth / 4 : 1];
   const int lane = threadIdx.x & 31;
@@ -66,7 +83,15 @@ __device__ __forceinline__ void one_row_product(const T* __restrict__ x, int k, 
   }
   uint4 wv[W];
   fetch(first, wv);
-  float b = bias && first < end ? to_float(bias[first]) : 0.0f;
+  // Folded: the bias is in fold_shift, and each output has its scale.
+  [[maybe_unused]] float4 g[kFolded ? 2 * W : 1];
+  float b = 0.0f, c = 0.0f;
+  if constexpr (kFolded) {
+    fetch_gamma_words<W>(gamma, k, lane, g);
+    if (first < end) b = fold_shift[first], c = fold_scale[first];
+  } else {
+    b = bias && first < end ? to_float(bias[first]) : 0.0f;
+  }
   pdl_wait();
   if constexpr (kNorm == NormRead::kStaged) {
     cp_async_wait<0>();
@@ -76,14 +101,34 @@ __device__ __forceinline__ void one_row_product(const T* __restrict__ x, int k, 
   }
   if (first >= end) return;
 
-  uint4 xv[W];
-  load_row<T, W>(x, k, lane, kNorm != NormRead::kNone ? gamma : nullptr, beta, eps, xv);
+  [[maybe_unused]] uint4 xv[W];
+  [[maybe_unused]] float xg[kFolded ? 8 * W : 1];
+  [[maybe_unused]] float sum = 0, sum_sq = 0, mean = 0, rstd = 0;
+  if constexpr (kFolded)
+    load_row_scaled<T, W>(x, k, lane, g, xg, sum, sum_sq);
+  else
+    load_row<T, W>(x, k, lane, kNorm != NormRead::kNone ? gamma : nullptr, beta, eps, xv);
 
   for (int row = first; row < end; ++row) {
     uint4 next[W];
     fetch(row + 1, next);  // zeros past this warp's rows
-    const float next_bias = bias && row + 1 < end ? to_float(bias[row + 1]) : 0.0f;
-    float v = row_dot<T, W>(wv, xv, k, lane) + b;
+    float v, next_bias = 0.0f, next_scale = 0.0f;
+    if constexpr (kFolded) {
+      if (row + 1 < end) next_bias = fold_shift[row + 1], next_scale = fold_scale[row + 1];
+      float dot = dot_words_scaled<T, W>(wv, xg, lane, k / 8);
+      if (row == first) {  // the statistics reduced beside the first output
+        warp_sum3(dot, sum, sum_sq);
+        mean = sum / static_cast<float>(k);
+        rstd = rsqrtf(fmaxf(sum_sq / static_cast<float>(k) - mean * mean, 0.0f) + eps);
+      } else {
+        dot = warp_sum(dot);
+      }
+      v = rstd * (dot - mean * c) + b;
+      c = next_scale;
+    } else {
+      next_bias = bias && row + 1 < end ? to_float(bias[row + 1]) : 0.0f;
+      v = row_dot<T, W>(wv, xv, k, lane) + b;
+    }
     if (epilogue == static_cast<int>(GemvEpilogue::Gelu)) v = gelu_erf(v);
     if (lane == 0) {
       const float stored = epilogue == static_cast<int>(GemvEpilogue::Residual) ? v + to_float(y[row]) : v;
@@ -102,11 +147,13 @@ __global__ void __launch_bounds__(kThreads) gemv_one_row_kernel(const T* __restr
                                                                 const T* __restrict__ bias, Y* y, int epilogue,
                                                                 const float* __restrict__ gamma,
                                                                 const float* __restrict__ beta, float eps,
+                                                                const float* __restrict__ fold_scale,
+                                                                const float* __restrict__ fold_shift,
                                                                 int rows_per_warp) {
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
   const int first = warp * rows_per_warp, end = min(n, first + rows_per_warp);
-  one_row_product<T, Y, W, kNorm, kEvictFirst>(x, k, w, n, bias, y, epilogue, gamma, beta, eps, first, end,
-                                               [](int, float) {});
+  one_row_product<T, Y, W, kNorm, kEvictFirst>(x, k, w, n, bias, y, epilogue, gamma, beta, eps, fold_scale,
+                                               fold_shift, first, end, [](int, float) {});
 }
 
 // The greedy step's logits with its token chosen in the same launch (token_select.cu's two
@@ -123,6 +170,8 @@ __global__ void __launch_bounds__(kThreads) logits_select_kernel(const T* __rest
                                                                  const T* __restrict__ w, int n, float* y,
                                                                  const float* __restrict__ gamma,
                                                                  const float* __restrict__ beta, float eps,
+                                                                 const float* __restrict__ fold_scale,
+                                                                 const float* __restrict__ fold_shift,
                                                                  int rows_per_warp, OneRowSelect sel) {
   using namespace select_spec;
   __shared__ Lse lse_scratch[kThreads / 32];
@@ -135,7 +184,8 @@ __global__ void __launch_bounds__(kThreads) logits_select_kernel(const T* __rest
   float kept[kSelectSlots];
 #pragma unroll
   for (int s = 0; s < kSelectSlots; ++s) kept[s] = -INFINITY;
-  one_row_product<T, float, W, kNorm, kEvictFirst>(x, k, w, n, nullptr, y, 0, gamma, beta, eps, first, end,
+  one_row_product<T, float, W, kNorm, kEvictFirst>(x, k, w, n, nullptr, y, 0, gamma, beta, eps, fold_scale,
+                                                   fold_shift, first, end,
                                                    [&](int row, float v) {
                                                      const int i = row - first;
 #pragma unroll
@@ -243,7 +293,8 @@ void launch(const void* x, int k, const void* w, int n, const void* bias, void* 
   const unsigned blocks = static_cast<unsigned>((warps + kThreads / 32 - 1) / (kThreads / 32));
   launch_kernel(kernel, blocks, kThreads, 0, stream, static_cast<const T*>(x), k, static_cast<const T*>(w), n,
                 static_cast<const T*>(bias), static_cast<Y*>(y), epilogue, norm ? norm->gamma : nullptr,
-                norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, rows_per_warp);
+                norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, norm ? norm->fold_scale : nullptr,
+                norm ? norm->fold_shift : nullptr, rows_per_warp);
 }
 
 template <class T, class Y, int W>
@@ -255,12 +306,13 @@ void launch(const void* x, int k, const void* w, int n, const void* bias, void* 
     hints ? launch<T, Y, W, kRead, true>(x, k, w, n, bias, y, epilogue, norm, stream)
           : launch<T, Y, W, kRead, false>(x, k, w, n, bias, y, epilogue, norm, stream);
   };
-  if (!norm)
-    go(std::integral_constant<NormRead, NormRead::kNone>{});
-  else if (norm_in_shared_memory())
-    go(std::integral_constant<NormRead, NormRead::kStaged>{});
-  else
-    go(std::integral_constant<NormRead, NormRead::kGlobal>{});
+  if (!norm) return go(std::integral_constant<NormRead, NormRead::kNone>{});
+  if (folds(norm, W)) {
+    if constexpr (W <= kMaxFoldedWords) return go(std::integral_constant<NormRead, NormRead::kFolded>{});
+    else unreachable_fold();
+  }
+  if (norm_in_shared_memory()) return go(std::integral_constant<NormRead, NormRead::kStaged>{});
+  go(std::integral_constant<NormRead, NormRead::kGlobal>{});
 }
 
 template <class T, int W, NormRead kNorm, bool kEvictFirst>
@@ -274,7 +326,8 @@ bool launch_select(const void* x, int k, const void* w, int n, float* y, const G
   const unsigned blocks = static_cast<unsigned>((warps + kThreads / 32 - 1) / (kThreads / 32));
   if (static_cast<int>(blocks) > kMaxSelectParts) return false;
   launch_kernel(kernel, blocks, kThreads, 0, stream, static_cast<const T*>(x), k, static_cast<const T*>(w), n, y,
-                norm ? norm->gamma : nullptr, norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f, rows_per_warp, sel);
+                norm ? norm->gamma : nullptr, norm ? norm->beta : nullptr, norm ? norm->eps : 0.0f,
+                norm ? norm->fold_scale : nullptr, norm ? norm->fold_shift : nullptr, rows_per_warp, sel);
   return true;
 }
 
@@ -288,6 +341,10 @@ bool launch_select(const void* x, int k, const void* w, int n, float* y, const G
                  : launch_select<T, W, kRead, false>(x, k, w, n, y, norm, sel, stream);
   };
   if (!norm) return go(std::integral_constant<NormRead, NormRead::kNone>{});
+  if (folds(norm, W)) {
+    if constexpr (W <= kMaxFoldedWords) return go(std::integral_constant<NormRead, NormRead::kFolded>{});
+    else unreachable_fold();
+  }
   if (norm_in_shared_memory()) return go(std::integral_constant<NormRead, NormRead::kStaged>{});
   return go(std::integral_constant<NormRead, NormRead::kGlobal>{});
 }
@@ -340,6 +397,8 @@ void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const vo
       go(T{});
   });
 }
+
+bool gemv_one_row_folds(int k) { return k % 8 == 0 && k <= kMaxWidth && (k / 8 + 31) / 32 <= kMaxFoldedWords; }
 
 int64_t logits_select_parts_floats() { return static_cast<int64_t>(kMaxSelectParts) * kSelectPartFloats; }
 

@@ -72,7 +72,18 @@ enum class GemvEpilogue : int { None = 0, Gelu = 1, Residual = 2 };
 struct GemvNorm {
   const float *gamma, *beta;
   float eps;
+  // Where set (one row of width gemv_one_row_folds): the norm folded into the product,
+  // fold_scale[n] = Σ_k gamma_k·w[n, k] and fold_shift[n] = Σ_k beta_k·w[n, k] + bias[n]
+  // (norm_fold_constants), so that the kernel multiplies x by gamma and corrects each output
+  // with the row's statistics afterwards instead of normalising x first (one_row.cuh).
+  const float* fold_scale = nullptr;
+  const float* fold_shift = nullptr;
 };
+// ---- norm_fold.cu: the constants of a folded norm, once per weight -----------------------
+// scale[n] = Σ_k gamma_k·w[n, k], shift[n] = Σ_k beta_k·w[n, k] + bias[n] (bias in dt, may
+// be null), summed in double from w in dt (f16 or bf16) as the kernels read it.
+void norm_fold_constants(DType dt, const void* w, int n, int k, const float* gamma, const float* beta,
+                         const void* bias, float* scale, float* shift, cudaStream_t stream);
 // y[m, n] (row stride ldy, element type y_dt = dt or F32) = x[m, k]·w[n, k]ᵀ + bias, then
 // the epilogue; m ≤ kGemvMaxRows, k a multiple of 8; w, x, bias in dt (f16 or bf16).
 // wide_one_row: one row wider than 2048 goes to gemv_one_row_wide.cu (the backend's default).
@@ -83,6 +94,8 @@ void gemv(DType dt, const void* x, int m, int k, const void* w, int n, const voi
 void gemv_setup();
 // ---- gemv_one_row.cu: gemv() for one row of width ≤ 2048 (the greedy step) --------------
 bool gemv_one_row_applies(int m, int k);
+// Whether the one-row kernels take a folded norm (GemvNorm::fold_scale) at width k.
+bool gemv_one_row_folds(int k);
 void gemv_one_row(DType dt, const void* x, int k, const void* w, int n, const void* bias, DType y_dt, void* y,
                   GemvEpilogue epilogue, cudaStream_t stream, const GemvNorm* norm);
 // The greedy step's logits y[n] (f32) = norm(x)·wᵀ with its token chosen by the same

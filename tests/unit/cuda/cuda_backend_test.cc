@@ -96,6 +96,50 @@ TEST_P(CudaOps, OneRowProductsWithAndWithoutNorm) {
   }
 }
 
+// The greedy step's fused norms are folded into the product by default (the kernel scales x
+// by gamma and corrects each output with the row's mean and deviation afterwards,
+// norm_fold.cu): against the CPU and against the unfolded kernel (HARK_CUDA_NORM_FOLD=0),
+// at every width it takes (words per lane 2, 3, 4 and 5) and one past it (1288: normalised
+// first), rows whose mean is far from zero (the correction subtracts mean·Σγw from Σxγw),
+// with and without a bias, every epilogue, one and several columns per warp.
+TEST_P(CudaOps, FoldedNormEqualsNormalisingFirst) {
+  if (gpu->act_dtype() == DType::F32) GTEST_SKIP() << "the one-row kernels are for the 16-bit compute types";
+  setenv("HARK_CUDA_NORM_FOLD", "0", 1);
+  std::unique_ptr<Backend> unfolded = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
+  unsetenv("HARK_CUDA_NORM_FOLD");
+  auto on = [&](Backend& b, const Tensor& host) {
+    Tensor t = b.alloc(host.shape(), b.act_dtype());
+    b.copy(host, t);
+    return t;
+  };
+  for (int64_t k : {256, 384, 768, 1024, 1280, 1288}) {
+    for (int64_t n : {int64_t{136}, int64_t{30000}}) {
+      for (float offset : {0.0f, 3.0f, -25.0f}) {
+        Tensor x = random({1, k}, 2.0f), w = random({n, k}, 0.05f), b = random({n}), g = random({k}),
+               beta = random({k}), res = random({1, n});
+        for (int64_t i = 0; i < k; ++i) x.data<float>()[i] += offset;
+        const std::string where = "k " + std::to_string(k) + " n " + std::to_string(n) + " offset " +
+                                  std::to_string(offset);
+        for (Epilogue e : {Epilogue::None, Epilogue::Gelu}) {
+          for (const Tensor* bias : {static_cast<const Tensor*>(&b), static_cast<const Tensor*>(nullptr)}) {
+            const Tensor yc = ops::norm_linear(*cpu, x, g, beta, w, bias, e);
+            const Tensor yf = gpu->to_host(ops::norm_linear(*gpu, up(x), g, beta, w, bias, e)).to_f32();
+            const Tensor yu = unfolded->to_host(ops::norm_linear(*unfolded, on(*unfolded, x), g, beta, w, bias, e)).to_f32();
+            const std::string what = where + " epilogue " + std::to_string(static_cast<int>(e)) + (bias ? " bias" : "");
+            EXPECT_LT(test::relative_l2(yf, yc), tol) << "folded, " << what;
+            EXPECT_LT(test::relative_l2(yu, yc), tol) << "unfolded, " << what;
+            EXPECT_LT(test::relative_l2(yf, yu), tol) << "folded against unfolded, " << what;
+          }
+        }
+        // fp32 logits (no bias), the way the logits product reads the final norm.
+        const Tensor lc = ops::norm_linear(*cpu, x, g, beta, w, nullptr);
+        const Tensor lf = gpu->to_host(ops::norm_linear(*gpu, up(x), g, beta, w, nullptr, Epilogue::None, DType::F32));
+        EXPECT_LT(test::relative_l2(lf, lc), tol) << "f32 output, " << where;
+      }
+    }
+  }
+}
+
 // The measurement switch HARK_CUDA_GEMV_ONE_ROW=wide: one row wider than 2048 (the MLP's
 // second product) through gemv_one_row_wide.cu, against the CPU, every epilogue.
 TEST_P(CudaOps, OneRowWideProducts) {
@@ -269,6 +313,11 @@ TEST_P(CudaOps, FusedSelfAttentionStepEqualsTwoLaunches) {
   setenv("HARK_CUDA_FUSED_SELF", "1", 1);
   std::unique_ptr<Backend> fused = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
   unsetenv("HARK_CUDA_FUSED_SELF");
+  // The fused step normalises x first, as the two launches do with the norm unfolded; its
+  // comparison with the default (folded) path is the tolerance against the CPU below.
+  setenv("HARK_CUDA_NORM_FOLD", "0", 1);
+  gpu = make_cuda_backend(0, {.threads = 0, .compute_type = GetParam()});
+  unsetenv("HARK_CUDA_NORM_FOLD");
   struct Case {
     int heads, head_dim;
   };
