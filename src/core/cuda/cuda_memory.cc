@@ -42,6 +42,7 @@ CudaBackend::~CudaBackend() {
     weights_.clear();
     packed_.clear();
     e4m3_weights_.clear();
+    folded_norms_.clear();
   }
   // Every device buffer goes before the stream its frees are queued on.
   index_buffer_ = Tensor();
