@@ -280,10 +280,15 @@ bool CudaBackend::fuse_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
   // step against 0.324 with a separate norm; through the one-row kernel, where each warp
   // normalises in registers, 0.273 both ways, and 0.221 against 0.222 ms with gamma and
   // beta staged: docs/benchmarks.md). The greedy step's logits fuse it anyway, in the
-  // launch that also chooses the token (logits_select_and_feed).
+  // launch that also chooses the token (logits_select_and_feed). A folded norm (one row,
+  // fold_norm) adds no pass over x to any block, so it is fused at every column count: the
+  // logits of a step whose token the host or select_tokens chooses then see the same
+  // arithmetic as logits_select_and_feed's (FastPath.GreedyAheadEqualsStepByStep).
   constexpr int64_t kMaxFusedColumns = 8192;
-  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || n > kMaxFusedColumns || lt_for_few_rows_ ||
-      prefers_lt(m, n, k))
+  const bool folds = fold_norms_ && cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k)) &&
+                     cuda::gemv_one_row_folds(static_cast<int>(k));
+  if (act_ == DType::F32 || m > cuda::kGemvMaxRows || k % 8 != 0 || (n > kMaxFusedColumns && !folds) ||
+      lt_for_few_rows_ || prefers_lt(m, n, k))
     return false;
   cuda::GemvNorm norm{static_cast<const float*>(resident(gamma, DType::F32)),
                       static_cast<const float*>(resident(beta, DType::F32)), eps};
@@ -303,7 +308,7 @@ void CudaBackend::fold_norm(cuda::GemvNorm& norm, const Tensor& w, const void* w
                             int64_t k) {
   if (!fold_norms_ || !cuda::gemv_one_row_applies(static_cast<int>(m), static_cast<int>(k)) ||
       !cuda::gemv_one_row_folds(static_cast<int>(k)))
-    return;
+    return;  // (fuse_norm's `folds` asks the same)
   const int64_t n = w.dim(0);
   std::lock_guard<std::mutex> lock(cache_mutex_);
   const auto key = std::make_tuple(w16, static_cast<const void*>(norm.gamma), static_cast<const void*>(norm.beta), b16);
