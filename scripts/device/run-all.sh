@@ -38,7 +38,10 @@
 #            "--step-windows 48"; FOCUS_CLIP the e2e clip, default jfk.wav; FOCUS_COMPUTES the
 #            compute types, default f16, e.g. "f16 fp8"), and with FOCUS_NCU_BATCHES set, Nsight
 #            Compute's kernel table of one bench run at those encoder batches (FOCUS_NCU_ARGS
-#            added, FOCUS_NCU_COMPUTE the compute type)
+#            added, FOCUS_NCU_COMPUTE the compute type); FOCUS_GPU_ENV switches for the GPU
+#            tests (HARK_PARITY_LARGE=1: base and turbo too); FOCUS_SANITIZE (a filter of the
+#            CUDA op tests) runs them under memcheck and racecheck, FOCUS_SANITIZE_GPU (of the
+#            GPU tests) under memcheck
 #     backtrace: cuda-gdb's stacks at a host crash of the focus bench and of BT_GPU_TESTS (BT_ENV
 #            the switches; bundle built with STRIP=0)
 #     validate: the kernels behind switches (docs/gpu.md): the fast-path tests under each
@@ -187,7 +190,25 @@ if [[ $mode == focus ]]; then
     done
   fi
   if [[ ${FOCUS_GPU_TESTS:-} != - ]]; then
-    run gpu_tests 300 "$bundle/tests/hark_test_gpu" --gtest_filter="${FOCUS_GPU_TESTS:-*FastPath*tiny*}"
+    # FOCUS_GPU_ENV: switches for them, e.g. HARK_PARITY_LARGE=1 (the base and turbo shapes too).
+    IFS=+ read -r -a gpu_env <<<"${FOCUS_GPU_ENV:-HARK_FOCUS_NONE=1}"
+    run gpu_tests 300 env "${gpu_env[@]}" "$bundle/tests/hark_test_gpu" --gtest_filter="${FOCUS_GPU_TESTS:-*FastPath*tiny*}"
+  fi
+  # compute-sanitizer on the change's own tests: memcheck and racecheck over the CUDA op tests
+  # of FOCUS_SANITIZE, memcheck over the GPU tests of FOCUS_SANITIZE_GPU (gtest filters).
+  if [[ -n ${FOCUS_SANITIZE:-} ]]; then
+    section "focus: compute-sanitizer on $FOCUS_SANITIZE ${FOCUS_SANITIZE_GPU:-}"
+    run focus_memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
+      --gtest_filter="$FOCUS_SANITIZE"
+    tail -2 "$OUT/focus_memcheck.log" | sed 's/^/    /' | tee -a "$results"
+    run focus_racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
+      --gtest_filter="$FOCUS_SANITIZE"
+    tail -2 "$OUT/focus_racecheck.log" | sed 's/^/    /' | tee -a "$results"
+    if [[ -n ${FOCUS_SANITIZE_GPU:-} ]]; then
+      run focus_memcheck_gpu 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/tests/hark_test_gpu" \
+        --gtest_filter="$FOCUS_SANITIZE_GPU"
+      tail -2 "$OUT/focus_memcheck_gpu.log" | sed 's/^/    /' | tee -a "$results"
+    fi
   fi
   section "focus: turbo bench under each switch, in each of FOCUS_COMPUTES (${FOCUS_COMPUTES:-f16})"
   reasons=clocks_event_reasons.active  # the older drivers' name below
