@@ -86,6 +86,16 @@ run() {  # name, timeout seconds, command...
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |FAILED TEST|tests ran|^\[toy fast path|^\[batching on the GPU|^(mel|encoder|decoder|window|end to end|cold start|model|transformers) ' "$OUT/$name.log" | head -60 | sed 's/^/    /' | tee -a "$results"
   return $rc
 }
+# compute-sanitizer's TOOL over a test binary, gtest FILTER ("" for every test), then any
+# options of compute-sanitizer's own; its summary lines go to results.md.
+sanitize() {  # name, tool, binary, filter, options...
+  local name=$1 tool=$2 binary=$3 filter=$4
+  shift 4
+  local tests=()
+  [[ -n $filter ]] && tests=(--gtest_filter="$filter")
+  run "$name" 300 compute-sanitizer --tool "$tool" "$@" --error-exitcode 9 "$binary" "${tests[@]}"
+  tail -3 "$OUT/$name.log" | sed 's/^/    /' | tee -a "$results"
+}
 {
   echo "# hark on the GPU machine, $(date -u +%F' '%H:%M) UTC ($mode)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
@@ -101,14 +111,9 @@ missing=$(ldd "$hark" "$HARK_CUDA_MODULE" | grep 'not found' | sort -u)
 
 if [[ $mode == check ]]; then
   section "compute-sanitizer"
-  run memcheck 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$bundle/tests/hark_test_cuda"
-  tail -3 "$OUT/memcheck.log" | sed 's/^/    /' | tee -a "$results"
-  run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
-    --gtest_filter='*/f16:-*Linear*:*Packed*'
-  tail -3 "$OUT/racecheck.log" | sed 's/^/    /' | tee -a "$results"
-  run memcheck_graphs 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/tests/hark_test_gpu" \
-    --gtest_filter='*RecordedSteps*tiny_f16*:*BatchedWindows*tiny_f16*'
-  tail -3 "$OUT/memcheck_graphs.log" | sed 's/^/    /' | tee -a "$results"
+  sanitize memcheck memcheck "$bundle/tests/hark_test_cuda" "" --leak-check full
+  sanitize racecheck racecheck "$bundle/tests/hark_test_cuda" '*/f16:-*Linear*:*Packed*'
+  sanitize memcheck_graphs memcheck "$bundle/tests/hark_test_gpu" '*RecordedSteps*tiny_f16*:*BatchedWindows*tiny_f16*'
   [[ ${NCU:-1} == 0 ]] && { echo "done in $SECONDS s" | tee -a "$results"; exit 0; }
   section "kernel durations (ncu, large-v3-turbo f16: 2 encoder windows, decoder steps at batch 1 and 5)"
   for variant in gemv lt; do  # the few-row products through gemv.cu, then through cuBLASLt
@@ -198,17 +203,9 @@ if [[ $mode == focus ]]; then
   # of FOCUS_SANITIZE, memcheck over the GPU tests of FOCUS_SANITIZE_GPU (gtest filters).
   if [[ -n ${FOCUS_SANITIZE:-} ]]; then
     section "focus: compute-sanitizer on $FOCUS_SANITIZE ${FOCUS_SANITIZE_GPU:-}"
-    run focus_memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
-      --gtest_filter="$FOCUS_SANITIZE"
-    tail -2 "$OUT/focus_memcheck.log" | sed 's/^/    /' | tee -a "$results"
-    run focus_racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bundle/tests/hark_test_cuda" \
-      --gtest_filter="$FOCUS_SANITIZE"
-    tail -2 "$OUT/focus_racecheck.log" | sed 's/^/    /' | tee -a "$results"
-    if [[ -n ${FOCUS_SANITIZE_GPU:-} ]]; then
-      run focus_memcheck_gpu 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/tests/hark_test_gpu" \
-        --gtest_filter="$FOCUS_SANITIZE_GPU"
-      tail -2 "$OUT/focus_memcheck_gpu.log" | sed 's/^/    /' | tee -a "$results"
-    fi
+    sanitize focus_memcheck memcheck "$bundle/tests/hark_test_cuda" "$FOCUS_SANITIZE"
+    sanitize focus_racecheck racecheck "$bundle/tests/hark_test_cuda" "$FOCUS_SANITIZE"
+    [[ -n ${FOCUS_SANITIZE_GPU:-} ]] && sanitize focus_memcheck_gpu memcheck "$bundle/tests/hark_test_gpu" "$FOCUS_SANITIZE_GPU"
   fi
   section "focus: turbo bench under each switch, in each of FOCUS_COMPUTES (${FOCUS_COMPUTES:-f16})"
   reasons=clocks_event_reasons.active  # the older drivers' name below
