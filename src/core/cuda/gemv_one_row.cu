@@ -10,12 +10,18 @@
 //    writes x (launch.cuh), and each warp serves several output rows with the next row's
 //    weights in flight while the current one is summed, so that the grid is one wave and
 //    no block waits for a second one;
-//  - the norm repeats layer_norm.cu's arithmetic lane for lane (same words per lane, same
-//    sums, same rounding to T), so a fused norm gives the separate kernel's values;
-//  - the norm's gamma and beta, constants like the weights, are copied to shared memory
-//    before the wait too: read from global memory after it, they were one more round trip
-//    on every normalising product's critical path (~2 µs each in bench/cuda/step_chain.cu,
-//    13 such products a large-v3-turbo step; HARK_CUDA_NORM_SMEM=0 reads them as before).
+//  - a fused norm is folded into the product (kFolded, the default up to width 1280): x
+//    is scaled by gamma and the statistics are summed beside the first output, each output
+//    corrected afterwards with two constants per output made once per weight
+//    (norm_fold.cu; device/one_row.cuh, "The folded norm"). Normalising first put two
+//    dependent warp reductions and a pass over x between the wait and the first product:
+//    0.217 against 0.197 ms a large-v3-turbo step (13 normalising products);
+//  - normalising first (HARK_CUDA_NORM_FOLD=0, and past width 1280) repeats layer_norm.cu's
+//    arithmetic lane for lane (same words per lane, same sums, same rounding to T), so it
+//    gives the separate kernel's values; its gamma and beta, constants like the weights,
+//    are copied to shared memory before the wait (read from global memory after it they
+//    were one more round trip on the critical path, ~2 µs each in bench/cuda/step_chain.cu;
+//    HARK_CUDA_NORM_SMEM=0 reads them so).
 #include <algorithm>
 #include <cstdlib>
 #include <string>

@@ -1,8 +1,9 @@
 // The one-row products' per-warp pieces (gemv_one_row.cu), shared with the kernels that fuse
 // such a product with what follows it (decoder_self_step.cu), so that both compute every
 // value with the same arithmetic, lane for lane: a warp holds its input row in registers,
-// W 16-byte words per lane (word lane + 32·u), normalises it there when asked, and sums each
-// output's products over its words, then across the warp. Device helpers only.
+// W 16-byte words per lane (word lane + 32·u), normalises it there when asked (or scales it
+// by gamma for a folded norm, below), and sums each output's products over its words, then
+// across the warp. Device helpers only.
 #pragma once
 
 #include <cstdint>
