@@ -17,7 +17,10 @@
 #   on the GPU machine (carry .device-carry/debs, .device-carry/corpus and, to resume,
 #   .device-carry/state holding the previous run's state.tar.part-* and state.tar.sha256):
 #     bash scripts/toy-model/remake.sh [--resume .device-carry/state] [--budget-s 480] \
-#          [--eval quick|full|none] [--cooldown] [--out DIR] [other train.py options]
+#          [--eval quick|full|none] [--cooldown [--cooldown-after 0.5 --cooldown-lr 4e-4]] \
+#          [--out DIR] [other train.py options]
+#   (--cooldown-after F holds --lr for the first share F of the training time, then decays
+#    linearly from --cooldown-lr to 2 % of it: a constant stretch and its decay in one call)
 #   a dry run here (no torch): PYTHON=/usr/bin/python3 bash scripts/toy-model/remake.sh --dry-run
 #
 # OUT (default $OUT) receives at most 7 files: state.tar.part-00.. (model, Adam moments,

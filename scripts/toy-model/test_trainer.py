@@ -77,6 +77,44 @@ class Trainer(unittest.TestCase):
         self.assertAlmostEqual(f(600, 100, cooldown_frac=0.5), 0.5)
         self.assertAlmostEqual(f(600, 100, cooldown_frac=1.3), 0.02)
 
+    def test_lr_schedule_constant_then_decay_in_one_run(self):
+        f = self.T.lr_factor
+        # the defaults leave the plain decay as it was
+        for frac in (0.0, 0.25, 0.5, 0.99, 1.3):
+            self.assertEqual(f(600, 100, cooldown_frac=frac, cooldown_after=0.0, cooldown_scale=1.0),
+                             f(600, 100, cooldown_frac=frac))
+        kw = {"cooldown_after": 0.5, "cooldown_scale": 0.4}  # --lr 1e-3, --cooldown-after 0.5, --cooldown-lr 4e-4
+        self.assertEqual(f(600, 100, cooldown_frac=0.0, **kw), 1.0)  # constant at --lr
+        self.assertEqual(f(600, 100, cooldown_frac=0.49, **kw), 1.0)
+        self.assertAlmostEqual(f(600, 100, cooldown_frac=0.5, **kw), 0.4)  # the decay starts at --cooldown-lr
+        self.assertAlmostEqual(f(600, 100, cooldown_frac=0.75, **kw), 0.2)  # halfway down
+        self.assertAlmostEqual(f(600, 100, cooldown_frac=0.99, **kw), 0.4 * 0.02)  # floor: 2 % of the decay's peak
+        self.assertAlmostEqual(f(600, 100, cooldown_frac=1.3, **kw), 0.4 * 0.02)
+        # a resume still re-warms over 50 steps, in the constant stretch as in the decay
+        self.assertAlmostEqual(f(500, 100, resumed_at=500, cooldown_frac=0.0, **kw), 1 / 50)
+        self.assertAlmostEqual(f(500, 100, resumed_at=500, cooldown_frac=0.75, **kw), 0.2 / 50)
+        # without --cooldown the new settings do nothing
+        self.assertEqual(f(600, 100, cooldown_frac=None, **kw), 1.0)
+
+    def test_cooldown_options(self):
+        import train
+        base = ["--out", "/tmp/x"]
+        a = train.parse_args(base)
+        self.assertEqual((a.cooldown, a.cooldown_after, a.cooldown_lr), (False, 0.0, None))
+        self.assertEqual(self.T.cooldown_scale(a), 1.0)
+        a = train.parse_args(base + ["--cooldown", "--lr", "1e-3", "--cooldown-after", "0.5", "--cooldown-lr", "4e-4"])
+        self.assertEqual(a.cooldown_after, 0.5)
+        self.assertAlmostEqual(self.T.cooldown_scale(a), 0.4)
+        for bad in (["--cooldown-after", "0.5"], ["--cooldown-lr", "4e-4"],
+                    ["--cooldown", "--cooldown-after", "1"], ["--cooldown", "--cooldown-after", "-0.1"],
+                    ["--cooldown", "--cooldown-lr", "0"]):
+            with self.assertRaises(SystemExit), open(os.devnull, "w") as null:
+                old, sys.stderr = sys.stderr, null
+                try:
+                    train.parse_args(base + bad)
+                finally:
+                    sys.stderr = old
+
     def test_moments_round_trip(self):
         torch, T = self.torch, self.T
         torch.manual_seed(0)

@@ -49,6 +49,12 @@ def parse_args(argv=None):
     ap.add_argument("--eval-clips", type=int, default=None, help="held-out utterances per language")
     ap.add_argument("--cooldown", action="store_true",
                     help="decay the LR to 2 %% over this run (the last run before shipping)")
+    ap.add_argument("--cooldown-after", type=float, default=0.0,
+                    help="with --cooldown: share of the training time held at --lr before the decay "
+                         "starts (default 0: the decay takes the whole run)")
+    ap.add_argument("--cooldown-lr", type=float, default=None,
+                    help="with --cooldown: the LR the decay starts from (default --lr); it decays to "
+                         "2 %% of this")
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--d-model", type=int, default=256)
@@ -66,6 +72,12 @@ def parse_args(argv=None):
     ap.add_argument("--device", default=None, help="cuda if available, else cpu")
     ap.add_argument("--dry-run", action="store_true", help="the data pipeline only, without torch (see above)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.cooldown_after < 1.0:
+        ap.error("--cooldown-after must be in [0, 1)")
+    if (args.cooldown_after or args.cooldown_lr is not None) and not args.cooldown:
+        ap.error("--cooldown-after and --cooldown-lr need --cooldown")
+    if args.cooldown_lr is not None and args.cooldown_lr <= 0:
+        ap.error("--cooldown-lr must be positive")
     if args.eval_reserve_s is None:
         args.eval_reserve_s = {"none": 25.0, "quick": 70.0, "full": 170.0}[args.eval]
     if args.eval_clips is None:

@@ -170,17 +170,30 @@ def _drain(stream, store, meta, tok, block, used_lines):
         block = False
 
 
-def lr_factor(step, warmup, resumed_at=None, cooldown_frac=None, rewarm=50):
+def lr_factor(step, warmup, resumed_at=None, cooldown_frac=None, rewarm=50, cooldown_after=0.0,
+              cooldown_scale=1.0):
     """Warm-up, stable, decay: the peak LR holds across runs (training has no planned
     end); a run with --cooldown decays it linearly to 2 % over its own time budget
     (cooldown_frac: the share of that budget used). A resumed run re-warms over `rewarm`
-    steps because its Adam first moments start from zero."""
+    steps because its Adam first moments start from zero.
+
+    Both halves in one run (--cooldown-after, --cooldown-lr): the LR holds for the first
+    `cooldown_after` share of the budget, then drops to `cooldown_scale` times the peak
+    (--cooldown-lr / --lr) and decays linearly from there to 2 % of that over the rest.
+    With the defaults (0 and 1) this is the plain decay above."""
     warm = min(1.0, (step + 1) / warmup)
     if resumed_at:
         warm = min(warm, (step - resumed_at + 1) / rewarm)
-    if cooldown_frac is None:
+    if cooldown_frac is None or cooldown_frac < cooldown_after:
         return warm
-    return warm * max(0.02, 1.0 - min(1.0, cooldown_frac))
+    share = (cooldown_frac - cooldown_after) / (1.0 - cooldown_after)
+    return warm * cooldown_scale * max(0.02, 1.0 - min(1.0, share))
+
+
+def cooldown_scale(args):
+    """--cooldown-lr as a multiple of --lr (1 without it: the decay starts at the peak)."""
+    lr = getattr(args, "cooldown_lr", None)
+    return 1.0 if lr is None else lr / args.lr
 
 
 def make_optimizer(model, args, device):
@@ -326,7 +339,9 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
         inputs, labels = build_targets(plans, store.table, rng, device)
         cooldown = (time.time() - t_start) / max(1.0, deadline - t_start) if args.cooldown else None
         for g in opt.param_groups:
-            g["lr"] = args.lr * lr_factor(step, args.warmup_steps, first_step or None, cooldown)
+            g["lr"] = args.lr * lr_factor(step, args.warmup_steps, first_step or None, cooldown,
+                                          cooldown_after=getattr(args, "cooldown_after", 0.0),
+                                          cooldown_scale=cooldown_scale(args))
         with autocast:
             logits = model(input_features=feats, decoder_input_ids=inputs, use_cache=False).logits
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
