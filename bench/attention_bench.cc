@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/tensor.h"
 #include "core/thread_pool.h"
 
 namespace {
@@ -19,18 +20,22 @@ void BM_AttendMany(benchmark::State& state) {
   const int64_t hd = 64, d = heads * hd;
   hark::ThreadPool pool(static_cast<int>(state.range(4)));
   // Four layers' K/V, used in turn, so that (as in a step) the windows come from memory
-  // rather than from the last iteration's cache.
+  // rather than from the last iteration's cache. Laid out as WhisperModel's cross K/V (one
+  // product for all layers: a key's row holds every layer's K and V, 2·layers·d values),
+  // in a hark tensor (so on the large pages the model's buffers get).
   constexpr int64_t kLayers = 4;
-  std::vector<float> q(windows * tq * d), kv(kLayers * windows * tk * 2 * d), out(windows * tq * d);
+  const int64_t ld = 2 * kLayers * d;
+  std::vector<float> q(windows * tq * d), out(windows * tq * d);
+  hark::Tensor kv_tensor = hark::Tensor::empty({windows * tk, ld}, hark::DType::F32);
+  float* kv = kv_tensor.data<float>();
   for (size_t i = 0; i < q.size(); ++i) q[i] = 0.01f * static_cast<float>(i % 13);
-  for (size_t i = 0; i < kv.size(); ++i) kv[i] = 0.02f * static_cast<float>(i % 7) - 0.05f;
+  for (int64_t i = 0; i < kv_tensor.numel(); ++i) kv[i] = 0.02f * static_cast<float>(i % 7) - 0.05f;
   std::vector<std::vector<hark::AttentionRows>> layers(kLayers);
   std::vector<int64_t> offsets(windows, tk - tq);
   for (int64_t l = 0; l < kLayers; ++l)
     for (int64_t w = 0; w < windows; ++w) {
-      const float* base = kv.data() + (l * windows + w) * tk * 2 * d;
-      layers[l].push_back(
-          {q.data() + w * tq * d, d, base, 2 * d, base + d, 2 * d, out.data() + w * tq * d, d, tq, tk});
+      const float* base = kv + w * tk * ld + l * 2 * d;
+      layers[l].push_back({q.data() + w * tq * d, d, base, ld, base + d, ld, out.data() + w * tq * d, d, tq, tk});
     }
   int64_t layer = 0;
   for (auto _ : state) {

@@ -5,6 +5,10 @@
 #include <cstring>
 #include <sstream>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "core/quant_format.h"
 
 namespace hark {
@@ -65,8 +69,18 @@ namespace {
 std::shared_ptr<void> aligned_storage(size_t bytes) {
   // Round up so that SIMD loops may read whole vectors past the last element.
   size_t padded = ((bytes + 63) / 64) * 64 + 64;
-  void* p = std::aligned_alloc(64, padded);
+  // Large buffers (weights, the decoder's cross-attention keys and values, the encoder's
+  // activations) on 2 MiB pages where the kernel offers them on request: a decoder step
+  // reads one head's keys and values a row apart, a stride of kilobytes that touches a new
+  // 4 KiB page at every row and runs out of TLB entries long before it runs out of cache.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const bool huge = padded >= 2 * kHugePage;
+  if (huge) padded = (padded + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(huge ? kHugePage : 64, padded);
   if (!p) throw Error(ErrorCode::OutOfMemory, "[tensor] cannot allocate " + std::to_string(bytes) + " bytes");
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (huge) madvise(p, padded, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+#endif
   return std::shared_ptr<void>(p, std::free);
 }
 }  // namespace
