@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+import augment
 import evalsets
 import layout
 import runstate
@@ -80,7 +81,8 @@ def run(args, log):
     state = train.load_state(args)
     texts, lines, eval_texts = train.plan_texts(args, state)
     eval_jobs, eval_meta = synth.plan_jobs(eval_texts, args.seed, held_out=True, job_size=8, effect_shares={})
-    train_jobs, train_meta = synth.plan_jobs(texts, args.seed, held_out=False, job_size=8, label=f"-{state['step']}")
+    train_jobs, train_meta = synth.plan_jobs(texts, args.seed, held_out=False, job_size=8, label=f"-{state['step']}",
+                                             vtlp_share=getattr(args, "vtlp_share", None))
     train.attach_lines(train_meta, texts, lines)
     pool = train.start_pool(args.workers)
     try:
@@ -124,9 +126,15 @@ def run(args, log):
     for m in train_meta:
         for e in m["effects"] or ["none"]:
             effects[e] = effects.get(e, 0) + 1
+    vtlp_seeds = [item[7] for job in train_jobs for item in job if "vtlp" in item[6]]
+    alphas = sorted(round(augment.vtlp_params(s)[0], 3) for s in vtlp_seeds)
+    vtlp = {"clips": len(vtlp_seeds), "share": round(len(vtlp_seeds) / max(1, len(train_meta)), 3),
+            "held_out_clips": sum(1 for m in eval_meta if "vtlp" in m["effects"]),
+            "alpha_min_median_max": [alphas[0], alphas[len(alphas) // 2], alphas[-1]] if alphas else None,
+            "alpha_first": [round(augment.vtlp_params(s)[0], 3) for s in vtlp_seeds[:5]]}
     with_words = sum(1 for _, _, w in eval_clips + train_clips if w is not None)
     report = {"clips": n, "synth_seconds": round(synth_s, 1), "clips_with_word_timings": with_words,
-              "voices": len({m["voice"] for m in train_meta}), "effects_planned": effects,
+              "voices": len({m["voice"] for m in train_meta}), "effects_planned": effects, "vtlp": vtlp,
               "tokenizer": tok.backend, "targets": stats, "eval_items": len(items),
               "longform_seconds": round(len(items[-1]["pcm"]) / layout.RATE, 1),
               "state": _state_round_trip(args, state, used_lines, out), "seconds": round(time.time() - t0, 1)}

@@ -20,7 +20,9 @@
 #          [--eval quick|full|none] [--cooldown [--cooldown-after 0.5 --cooldown-lr 4e-4]] \
 #          [--out DIR] [other train.py options]
 #   (--cooldown-after F holds --lr for the first share F of the training time, then decays
-#    linearly from --cooldown-lr to 2 % of it: a constant stretch and its decay in one call)
+#    linearly from --cooldown-lr to 2 % of it: a constant stretch and its decay in one call;
+#    --vtlp-share S: share of training clips whose voice shape is perturbed, default 0.5,
+#    0 for the data of runs 1-16)
 #   a dry run here (no torch): PYTHON=/usr/bin/python3 bash scripts/toy-model/remake.sh --dry-run
 #
 # OUT (default $OUT) receives at most 7 files: state.tar.part-00.. (model, Adam moments,

@@ -263,11 +263,18 @@ def synth_job(job):
     return out
 
 
-def plan_jobs(texts_by_lang, seed, held_out, job_size=64, effect_shares=None, label=""):
+def plan_jobs(texts_by_lang, seed, held_out, job_size=64, effect_shares=None, label="", vtlp_share=None):
     """Spreads (lang, text) over jobs that interleave languages, so every language
     arrives early when results are consumed as they come. effect_shares: None for the
     training defaults (augment.CHAIN_SHARES), {} for clean clips. label: varies the voice
-    draws between parts of a resumed training (the data position)."""
+    draws between parts of a resumed training (the data position). vtlp_share: share of
+    clips whose voice shape is perturbed (augment.vtlp; None: augment.VTLP_SHARE), chosen
+    from each clip's seed, so the voices and other effects drawn do not depend on it;
+    always 0 for held-out clips and with effect_shares={}."""
+    if held_out or effect_shares == {}:
+        vtlp_share = 0.0
+    elif vtlp_share is None:
+        vtlp_share = augment.VTLP_SHARE
     rng = random.Random(f"voices-{seed}-{held_out}{label}")
     items, index = [], 0
     per_lang = {lang: list(texts) for lang, texts in texts_by_lang.items()}
@@ -278,7 +285,10 @@ def plan_jobs(texts_by_lang, seed, held_out, job_size=64, effect_shares=None, la
             if i < len(texts):
                 voice, wpm, pitch, prange = voice_settings(rng, lang, held_out)
                 effects = augment.draw_effects(rng, effect_shares)
-                items.append((index, voice, wpm, pitch, prange, texts[i], effects, rng.randrange(1 << 30)))
+                clip_seed = rng.randrange(1 << 30)
+                if augment.vtlp_chosen(clip_seed, vtlp_share):
+                    effects = ["vtlp"] + effects  # first: the speaker, then room and channel
+                items.append((index, voice, wpm, pitch, prange, texts[i], effects, clip_seed))
                 meta.append({"lang": lang, "text": texts[i], "voice": voice, "wpm": wpm, "pitch": pitch,
                              "range": prange, "effects": effects})
                 index += 1

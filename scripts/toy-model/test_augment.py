@@ -2,7 +2,9 @@
 
   /usr/bin/python3 -m unittest discover -s scripts/toy-model -p 'test_*.py'
 """
+import contextlib
 import importlib.util
+import io
 import os
 import random
 import sys
@@ -73,6 +75,161 @@ class Effects(unittest.TestCase):
         self.assertTrue(self.np.array_equal(y, y2))
         with self.assertRaisesRegex(ValueError, r"\[augment\] unknown effect"):
             self.A.apply(self.x, ["chorus"], seed=1)
+
+
+@unittest.skipIf(importlib.util.find_spec("numpy") is None, "numpy missing (use Debian's /usr/bin/python3)")
+class VoiceShape(unittest.TestCase):
+    """augment.vtlp: formants move by alpha, pitch, length and timing stay."""
+    F0, FORMANTS = 100.0, ((600.0, 80.0), (1400.0, 100.0), (2600.0, 150.0))
+
+    def setUp(self):
+        import numpy as np
+        import augment
+        self.np, self.A = np, augment
+
+    def vowel(self, seconds=1.5):
+        """A steady vowel: harmonics of 100 Hz weighted by three formant resonances and
+        the source's fall of ~6 dB per octave."""
+        np = self.np
+        t = np.arange(int(self.A.RATE * seconds)) / self.A.RATE
+        x = np.zeros(len(t))
+        for k in range(1, int(7900 / self.F0)):
+            f = k * self.F0
+            amp = (sum(1.0 / (1.0 + ((f - fc) / bw) ** 2) for fc, bw in self.FORMANTS) + 1e-3) * self.F0 / f
+            x += amp * np.sin(2 * np.pi * f * t + 0.7 * k)
+        return (0.3 * x / np.abs(x).max()).astype(np.float32)
+
+    def harmonic_amps(self, y):
+        """Amplitude at each harmonic of F0 (middle second, no edge effects)."""
+        np = self.np
+        mid = y[len(y) // 2 - self.A.RATE // 2: len(y) // 2 + self.A.RATE // 2]  # 1 s: 1 Hz bins
+        spec = np.abs(np.fft.rfft(mid * np.hanning(len(mid))))
+        return spec, spec[np.arange(1, int(7900 / self.F0)) * int(self.F0)]
+
+    def centroid(self, y):
+        np = self.np
+        spec = np.abs(np.fft.rfft(y)) ** 2
+        return float((spec * np.fft.rfftfreq(len(y), 1.0 / self.A.RATE)).sum() / spec.sum())
+
+    def test_identity_at_alpha_one(self):
+        x = self.vowel()
+        y = self.A.vtlp(x, 1.0)
+        self.assertEqual(len(y), len(x))
+        self.assertLess(float(self.np.abs(y - x).max()), 1e-4 * float(self.np.abs(x).max()))
+        noise = self.np.random.default_rng(4).standard_normal(12345).astype(self.np.float32)
+        self.assertLess(self.A.rms(self.A.vtlp(noise, 1.0) - noise), 1e-4 * self.A.rms(noise))
+
+    def test_length_kept_for_any_length(self):
+        rng = self.np.random.default_rng(2)
+        for n in (0, 3, 100, 511, 513, 16001, 40000):
+            x = rng.standard_normal(n).astype(self.np.float32) * 0.1
+            for alpha in (0.85, 1.15):
+                y = self.A.vtlp(x, alpha, [3.0, -3.0, 0.0, 2.0, -6.0])
+                self.assertEqual(len(y), n)
+                self.assertTrue(self.np.all(self.np.isfinite(y)))
+
+    def test_formants_and_centroid_move_with_alpha(self):
+        x = self.vowel()
+        c0 = self.centroid(x)
+        _, amps = self.harmonic_amps(x)
+        self.assertEqual(int(self.np.argmax(amps[:10])) + 1, 6)  # F1 at 600 Hz: the 6th harmonic
+        for alpha in (0.85, 0.9, 1.1, 1.15):
+            y = self.A.vtlp(x, alpha)
+            c = self.centroid(y)
+            if alpha < 1:
+                self.assertLess(c, 0.97 * c0, alpha)
+            else:
+                self.assertGreater(c, 1.03 * c0, alpha)
+            _, amps = self.harmonic_amps(y)
+            f1 = (int(self.np.argmax(amps[:10])) + 1) * self.F0
+            self.assertLessEqual(abs(f1 - 600 * alpha), self.F0 / 2 + 1, (alpha, f1))
+            f2 = (int(self.np.argmax(amps[10:20])) + 11) * self.F0
+            self.assertLessEqual(abs(f2 - 1400 * alpha), self.F0 + 1, (alpha, f2))
+
+    def test_pitch_and_level_kept(self):
+        x = self.vowel()
+        for alpha in (0.85, 1.15):
+            y = self.A.vtlp(x, alpha, [4.0, -4.0, 4.0, -4.0, 4.0])
+            spec, _ = self.harmonic_amps(y)
+            power = spec ** 2
+            near = sum(power[int(k * self.F0) - 3: int(k * self.F0) + 4].sum() for k in range(1, 80))
+            self.assertGreater(near / power.sum(), 0.99, alpha)  # energy only at the same harmonics
+            self.assertAlmostEqual(self.A.rms(y), self.A.rms(x), places=4)
+
+    def test_timing_kept(self):
+        np = self.np
+        x = np.zeros(self.A.RATE * 2, np.float32)
+        burst = self.vowel(0.4)
+        x[16000: 16000 + len(burst)] = burst
+        for alpha in (0.85, 1.15):
+            y = self.A.vtlp(x, alpha)
+            loud = np.nonzero(np.abs(y) > 0.1 * np.abs(y).max())[0]
+            self.assertLess(abs(int(loud[0]) - 16000), 80, alpha)  # 5 ms
+            self.assertLess(abs(int(loud[-1]) - (16000 + len(burst))), 80, alpha)
+            self.assertLess(self.A.rms(y[:15000]), 1e-3 * self.A.rms(y))  # nothing before the burst
+
+    def test_warp_map(self):
+        np = self.np
+        f = np.array([0.0, 1000.0, 4000.0, 8000.0])
+        self.assertTrue(np.allclose(self.A.warp_source_hz(f, 1.0), f))
+        for alpha in (0.85, 1.15):
+            src = self.A.warp_source_hz(np.linspace(0, 8000, 257), alpha)
+            self.assertAlmostEqual(float(src[0]), 0.0)
+            self.assertAlmostEqual(float(src[-1]), 8000.0)  # Nyquist stays
+            self.assertTrue(np.all(np.diff(src) > 0))
+            self.assertAlmostEqual(float(self.A.warp_source_hz(np.array([1000.0]), alpha)[0]), 1000.0 / alpha)
+
+    def test_deterministic_from_the_seed(self):
+        x = self.vowel()
+        y1, used = self.A.apply(x, ["vtlp", "reverb"], seed=77)
+        y2, _ = self.A.apply(x, ["vtlp", "reverb"], seed=77)
+        self.assertEqual(used, ["vtlp", "reverb"])
+        self.assertTrue(self.np.array_equal(y1, y2))
+        y3, _ = self.A.apply(x, ["vtlp", "reverb"], seed=78)
+        self.assertFalse(self.np.array_equal(y1, y3))
+        # the other effects' parameters do not depend on whether vtlp ran before them
+        alpha, tone = self.A.vtlp_params(77)
+        reverb_only, _ = self.A.apply(self.A.vtlp(x, alpha, tone), ["reverb"], seed=77)
+        self.assertTrue(self.np.array_equal(y1, reverb_only))
+        alphas = [self.A.vtlp_params(s)[0] for s in range(2000)]
+        lo, hi = self.A.VTLP_ALPHA
+        self.assertTrue(all(lo <= a <= hi for a in alphas))
+        self.assertLess(min(alphas), lo + 0.01)
+        self.assertGreater(max(alphas), hi - 0.01)
+        self.assertEqual(self.A.vtlp_params(5), self.A.vtlp_params(5))
+
+    def test_share_of_training_clips_and_never_held_out(self):
+        import synth
+        texts = {lang: [f"{lang} {i}." for i in range(500)] for lang in ("en", "de", "fr", "es")}
+        has = lambda meta: sum("vtlp" in m["effects"] for m in meta) / len(meta)  # noqa: E731
+        _, default = synth.plan_jobs(texts, 1, held_out=False)
+        self.assertAlmostEqual(has(default), self.A.VTLP_SHARE, delta=0.04)
+        _, quarter = synth.plan_jobs(texts, 1, held_out=False, vtlp_share=0.25)
+        self.assertAlmostEqual(has(quarter), 0.25, delta=0.04)
+        jobs_off, off = synth.plan_jobs(texts, 1, held_out=False, vtlp_share=0.0)
+        self.assertEqual(has(off), 0.0)
+        # choosing vtlp changes nothing else in the plan: same voices, other effects, seeds
+        strip = lambda meta: [dict(m, effects=[e for e in m["effects"] if e != "vtlp"]) for m in meta]  # noqa: E731
+        self.assertEqual(strip(default), off)
+        self.assertTrue(all(e != "vtlp" for m in off for e in m["effects"]))
+        self.assertTrue(all(m["effects"].index("vtlp") == 0 for m in default if "vtlp" in m["effects"]))
+        for share in (None, 1.0):
+            held_jobs, held = synth.plan_jobs(texts, 1, held_out=True, effect_shares={}, vtlp_share=share)
+            self.assertEqual(has(held), 0.0)
+            self.assertTrue(all(not item[6] for job in held_jobs for item in job))
+            _, held_default_fx = synth.plan_jobs(texts, 1, held_out=True, vtlp_share=share)
+            self.assertEqual(sum("vtlp" in m["effects"] for m in held_default_fx), 0)
+        _, clean = synth.plan_jobs(texts, 1, held_out=False, effect_shares={}, vtlp_share=1.0)
+        self.assertEqual(has(clean), 0.0)
+
+    def test_train_option(self):
+        import train
+        args = train.parse_args(["--out", "/tmp/x", "--vtlp-share", "0.3"])
+        self.assertEqual(args.vtlp_share, 0.3)
+        self.assertIsNone(train.parse_args(["--out", "/tmp/x"]).vtlp_share)  # main() fills in VTLP_SHARE
+        for bad in ("1.5", "-0.1"):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                train.parse_args(["--out", "/tmp/x", "--vtlp-share", bad])
 
 
 if __name__ == "__main__":

@@ -66,6 +66,11 @@ def parse_args(argv=None):
     ap.add_argument("--late-start", type=float, default=0.25,
                     help="share of windows whose first utterance starts after 1 s (layout.LATE_START_S)")
     ap.add_argument("--long-gap", type=float, default=0.1, help="share of pauses of 2-8 s (layout.LONG_GAP_S)")
+    ap.add_argument("--vtlp-share", type=float, default=None,
+                    help="share of training clips whose voice shape is perturbed: formants moved by a "
+                         "factor 0.85-1.15 with pitch and timing kept, and a mild tone curve "
+                         "(augment.vtlp; default augment.VTLP_SHARE, 0.5; 0 turns it off; never on "
+                         "held-out clips)")
     ap.add_argument("--lang-weights", default="",
                     help="relative share of windows per language, e.g. en=1.5 (others 1; default: equal)")
     ap.add_argument("--seed", type=int, default=1)
@@ -78,6 +83,8 @@ def parse_args(argv=None):
         ap.error("--cooldown-after and --cooldown-lr need --cooldown")
     if args.cooldown_lr is not None and args.cooldown_lr <= 0:
         ap.error("--cooldown-lr must be positive")
+    if args.vtlp_share is not None and not 0.0 <= args.vtlp_share <= 1.0:
+        ap.error("--vtlp-share must be in [0, 1]")
     if args.eval_reserve_s is None:
         args.eval_reserve_s = {"none": 25.0, "quick": 70.0, "full": 170.0}[args.eval]
     if args.eval_clips is None:
@@ -176,6 +183,9 @@ def save_state(args, model, opt, state, info, results):
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.vtlp_share is None:  # recorded in results.json as used
+        import augment
+        args.vtlp_share = augment.VTLP_SHARE
     if args.dry_run:
         import dryrun
         return dryrun.run(args, log)
@@ -185,7 +195,7 @@ def main():
     texts, lines, eval_texts = plan_texts(args, state)
     eval_jobs, eval_meta = synth.plan_jobs(eval_texts, args.seed, held_out=True, job_size=16, effect_shares={})
     train_jobs, train_meta = synth.plan_jobs(texts, args.seed, held_out=False, job_size=48,
-                                             label=f"-{state['step']}")
+                                             label=f"-{state['step']}", vtlp_share=args.vtlp_share)
     attach_lines(train_meta, texts, lines)
     log(f"texts ready: {len(train_meta)} train from positions {state['position']}, {len(eval_meta)} held out")
     pool = start_pool(args.workers)
