@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
-fuzz_seconds=${HARK_FUZZ_SECONDS:-30}
+fuzz_seconds=${HARK_FUZZ_SECONDS:-20}
 
 echo "== release build"
 # The CUDA kernels for sm_90a only: this build checks that they compile (no GPU here runs

@@ -24,6 +24,8 @@
 #            BATCH_CONCURRENCY, BATCH_REQUESTS, BATCH_CLIPS ("30": offline-like 30 s windows),
 #            BATCH_COMPUTE (the compute type, default f16), RATES (open loop: requests per
 #            second, a run each; scripts/bench-batching.sh)
+#     offline-bench: hark transcribe --manifest --parallel over many 30 s files (an archive
+#            job, no server) against one file at a time; env OFFLINE_* (below)
 #     multi-gpu: the batching server on one GPU against every GPU (--device cuda:0, then
 #            cuda:all) under the same load (machine kind nvidia-h200-x2); env as batching-bench,
 #            default 128 clients and 512 requests
@@ -142,6 +144,54 @@ if [[ $mode == batching-bench ]]; then
     CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} EXTRA_SERVE="--compute-type ${BATCH_COMPUTE:-f16}" OUT="$OUT/bench-batching" \
     timeout 540 bash scripts/bench-batching.sh synthetic:large-v3-turbo 2>&1 | tee "$OUT/bench_batching.log" |
     sed 's/^/    /' | tee -a "$results"
+  echo "done in $SECONDS s" | tee -a "$results"
+  exit 0
+fi
+
+# offline-bench: an archive job without a server: `hark transcribe --manifest` over
+# OFFLINE_FILES 30 s files (default 2048, symlinks to one clip cut from SOURCE_CLIP) with
+# --parallel for each of OFFLINE_PARALLEL (default "256 1"; 1 = one file at a time, over
+# OFFLINE_FILES_ONE files, default 256), large-v3-turbo shape in OFFLINE_COMPUTE (default
+# f16), real-length decoding as batching-bench's offline load (one window a file, text
+# only, OFFLINE_TOKENS tokens, default 100; temperature 0 without fallback, language
+# given), OFFLINE_MAX_BATCH rows (default 256) and OFFLINE_ENCODE_BATCH windows per
+# encoder call (default 32). Reports the summary line and audio s/s without the model load.
+if [[ $mode == offline-bench ]]; then
+  section "offline: transcribe --manifest --parallel (large-v3-turbo shape ${OFFLINE_COMPUTE:-f16}, 30 s files, ${OFFLINE_TOKENS:-100} tokens a window)"
+  dir=/tmp/hark-offline
+  rm -rf "$dir" && mkdir -p "$dir/clips"
+  python3 - "$dir/clip.wav" "${SOURCE_CLIP:-tests/data/audio/jfk.wav}" <<'PY'
+import sys, wave
+src = wave.open(sys.argv[2])
+assert src.getframerate() == 16000 and src.getnchannels() == 1 and src.getsampwidth() == 2
+pcm = src.readframes(src.getnframes())
+need = 30 * 16000 * 2
+with wave.open(sys.argv[1], "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    w.writeframes((pcm * (need // len(pcm) + 1))[:need])
+PY
+  files=${OFFLINE_FILES:-2048}
+  for i in $(seq -w 1 "$files"); do ln -s ../clip.wav "$dir/clips/c$i.wav"; done
+  for p in ${OFFLINE_PARALLEL:-256 1}; do
+    n=$files
+    [[ $p == 1 ]] && n=${OFFLINE_FILES_ONE:-256}
+    ls "$dir"/clips/*.wav | head -n "$n" >"$dir/list-$p.txt"
+    t0=$SECONDS
+    timeout 500 "$hark" transcribe --manifest "$dir/list-$p.txt" --output-dir "$dir/out-$p" --no-progress       --model synthetic:large-v3-turbo --device cuda --compute-type "${OFFLINE_COMPUTE:-f16}" --language en       --without-timestamps --sample-len "${OFFLINE_TOKENS:-100}" --temperature 0 --temperature-increment-on-fallback none       --parallel "$p" --max-batch "${OFFLINE_MAX_BATCH:-256}" --encode-batch "${OFFLINE_ENCODE_BATCH:-32}"       2>"$OUT/offline-parallel-$p.log" >/dev/null
+    rc=$?
+    line=$(grep -o 'summary .*' "$OUT/offline-parallel-$p.log" | tail -1)
+    echo "- --parallel $p, $n files: exit $rc, $((SECONDS - t0)) s; $line" | tee -a "$results"
+    python3 - "$line" <<'PY' | tee -a "$results"
+import re, sys
+f = dict(re.findall(r"(\w+)=([0-9.]+)", sys.argv[1]))
+if f:
+    audio = float(f["audio_hours"]) * 3600
+    print(f"    audio s/s without the model load: {audio / max(1e-9, float(f['wall_sec']) - float(f['load_sec'])):.0f}"
+          f" ({audio:.0f} s of audio, load {f['load_sec']} s)")
+PY
+    tail -3 "$OUT/offline-parallel-$p.log" | grep -v summary | sed 's/^/    /' | tee -a "$results"
+  done
+  nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader | sed 's/^/    after: /' | tee -a "$results"
   echo "done in $SECONDS s" | tee -a "$results"
   exit 0
 fi

@@ -3,10 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "cli/manifest.h"
 #include "hark/error.h"
@@ -37,36 +42,94 @@ bool all_exist(const std::vector<fs::path>& paths) {
 
 using Log = std::function<void(const std::string&)>;
 
+// What one input came to: its transcript, or why it failed.
+struct InputOutcome {
+  Transcript transcript;
+  std::string failure;
+};
+
+InputOutcome transcribe_one(const std::string& input, const BatchCallbacks& callbacks) {
+  InputOutcome out;
+  try {
+    out.transcript = callbacks.transcribe(input);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Cancelled) throw;
+    out.failure = e.what();
+  } catch (const std::exception& e) {
+    out.failure = e.what();
+  }
+  return out;
+}
+
+// Writes one input's outputs (a write failure throws: it ends the run) and counts it.
+// `position` is "[k/N] " in the order inputs finish (the list's order with one at a time).
+void record(const std::string& input, const InputOutcome& o, const std::string& position, const BatchOptions& options,
+            BatchSummary& summary, const Log& log) {
+  if (!o.failure.empty()) {
+    ++summary.failed;
+    log(position + "failed " + input + ": " + o.failure);
+    return;
+  }
+  const auto paths = output_paths(input, options);
+  for (size_t f = 0; f < paths.size(); ++f) write_atomically(paths[f], format_transcript(o.transcript, options.formats[f]));
+  ++summary.done;
+  summary.audio_sec += o.transcript.duration;
+  log(position + "done " + input + " (" + fixed(o.transcript.duration, 1) + " s of audio)");
+}
+
+std::string position_of(size_t k, size_t n) {
+  char position[48];
+  std::snprintf(position, sizeof position, "[%zu/%zu] ", k, n);
+  return position;
+}
+
+// `parallel` inputs at once, each worker taking the next input in list order. The
+// first fatal error (a cancel, an output that cannot be written) stops the workers from
+// taking more; the inputs already in progress finish, and the error is rethrown.
+void run_inputs_parallel(const std::vector<const std::string*>& todo, int parallel, const BatchOptions& options,
+                         const BatchCallbacks& callbacks, BatchSummary& summary, const Log& log) {
+  std::mutex mutex;  // summary, log, fatal, finished
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::exception_ptr fatal;
+  size_t finished = 0;
+  auto worker = [&] {
+    while (!stop.load()) {
+      const size_t i = next.fetch_add(1);
+      if (i >= todo.size()) return;
+      try {
+        InputOutcome o = transcribe_one(*todo[i], callbacks);
+        std::lock_guard lock(mutex);
+        record(*todo[i], o, position_of(++finished, todo.size()), options, summary, log);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!fatal) fatal = std::current_exception();
+        stop = true;
+        return;
+      }
+    }
+  };
+  const size_t workers = std::min<size_t>(static_cast<size_t>(parallel), todo.size());
+  std::vector<std::thread> threads;
+  threads.reserve(workers);
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (fatal) std::rethrow_exception(fatal);
+}
+
 void run_inputs(const std::vector<const std::string*>& todo, const BatchOptions& options,
                 const BatchCallbacks& callbacks, BatchSummary& summary, const Log& log) {
-  bool prepared = false;
-  for (size_t i = 0; i < todo.size(); ++i) {
-    const std::string& input = *todo[i];
-    char position[48];
-    std::snprintf(position, sizeof position, "[%zu/%zu] ", i + 1, todo.size());
-    if (!prepared && callbacks.prepare) callbacks.prepare();
-    prepared = true;
-    Transcript t;
-    std::string failure;
-    try {
-      t = callbacks.transcribe(input);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Cancelled) throw;
-      failure = e.what();
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    if (!failure.empty()) {
-      ++summary.failed;
-      log(std::string(position) + "failed " + input + ": " + failure);
-      continue;
-    }
-    const auto paths = output_paths(input, options);
-    for (size_t f = 0; f < paths.size(); ++f) write_atomically(paths[f], format_transcript(t, options.formats[f]));
-    ++summary.done;
-    summary.audio_sec += t.duration;
-    log(std::string(position) + "done " + input + " (" + fixed(t.duration, 1) + " s of audio)");
+  if (todo.empty()) return;
+  if (callbacks.prepare) {
+    const auto t0 = Clock::now();
+    callbacks.prepare();
+    summary.load_sec = std::chrono::duration<double>(Clock::now() - t0).count();
   }
+  int parallel = options.parallel;
+  if (callbacks.max_parallel) parallel = std::min(parallel, std::max(1, callbacks.max_parallel()));
+  if (parallel > 1) return run_inputs_parallel(todo, parallel, options, callbacks, summary, log);
+  for (size_t i = 0; i < todo.size(); ++i)
+    record(*todo[i], transcribe_one(*todo[i], callbacks), position_of(i + 1, todo.size()), options, summary, log);
 }
 
 }  // namespace
@@ -76,7 +139,7 @@ std::string BatchSummary::line() const {
   return "summary shard=" + (shard_label.empty() ? std::string("0/1") : shard_label) +
          " files=" + std::to_string(files) + " done=" + std::to_string(done) + " skipped=" + std::to_string(skipped) +
          " failed=" + std::to_string(failed) + " audio_hours=" + fixed(audio_sec / 3600, 3) +
-         " wall_sec=" + fixed(wall_sec, 1) + " rtfx=" + fixed(rtfx, 1);
+         " wall_sec=" + fixed(wall_sec, 1) + " rtfx=" + fixed(rtfx, 1) + " load_sec=" + fixed(load_sec, 1);
 }
 
 void write_atomically(const fs::path& path, const std::string& body) {
@@ -87,7 +150,10 @@ void write_atomically(const fs::path& path, const std::string& body) {
     io_error("create the folder for", path);
   }
   // Beside the target, so the rename stays within one file system and is atomic.
-  const fs::path temp = path.string() + ".hark-tmp." + std::to_string(getpid());
+  // The process and a counter: workers of one run (--parallel) never share a temporary.
+  static std::atomic<unsigned> serial{0};
+  const fs::path temp =
+      path.string() + ".hark-tmp." + std::to_string(getpid()) + "." + std::to_string(serial.fetch_add(1));
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) io_error("create", temp);
   size_t written = 0;

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/compute_type.h"
 #include "cli/manifest.h"
+#include "core/backend.h"
 #include "hark/engine.h"
 #include "hark/error.h"
 #include "hub/resolve.h"
@@ -44,6 +45,7 @@ struct TranscribeArgs {
   bool no_progress = false;
   std::string manifest, shard;
   bool resume = false;
+  int parallel = 0;  // --manifest: files at once (0: auto)
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -149,6 +151,26 @@ void write_outputs(const TranscribeArgs& a, const std::string& file, const Trans
   }
 }
 
+// synthetic:SIZE (seeded random weights: throughput measurements) is made, not found on disk.
+std::string resolve_model_arg(const std::string& model) {
+  return model.rfind("synthetic:", 0) == 0 ? model : resolve_model(model);
+}
+
+bool runs_on_a_gpu(const std::string& device) {
+  if (device == "auto") return cuda_device_count() > 0;
+  return device.rfind("cuda", 0) == 0;
+}
+
+// --parallel: files in flight. Auto is 64 on a GPU, where runs batched together multiply
+// the throughput (docs/batching.md), and 1 on the CPU, where batching gains less and
+// every file is then decoded exactly as alone in list order. The engine batches the runs'
+// model work whenever more than one is in flight.
+int manifest_parallelism(const TranscribeArgs& a) {
+  if (a.parallel < 0) throw Error(ErrorCode::InvalidArgument, "[cli] --parallel must be 0 (auto) or more");
+  if (a.parallel > 0) return a.parallel;
+  return runs_on_a_gpu(a.engine.device) ? 64 : 1;
+}
+
 // --manifest: this shard's share of the list, failures logged and skipped, a summary at
 // the end; the exit status is kExitSomeFilesFailed when a file failed.
 void run_manifest(TranscribeArgs& a) {
@@ -161,14 +183,19 @@ void run_manifest(TranscribeArgs& a) {
   options.formats = output_formats(a.format);
   options.resume = a.resume;
   options.shard_label = std::to_string(shard.index) + "/" + std::to_string(shard.count);
+  options.parallel = manifest_parallelism(a);
+  if (options.parallel > 1 && a.engine.max_batch == 1) a.engine.max_batch = 0;  // batching, the device's default rows
+  if (options.parallel == 1) a.engine.max_batch = 1;
+  check_compute_type_for_device(a.engine.compute_type, a.engine.device);
   const auto inputs = shard_entries(read_manifest_file(a.manifest), shard);
   std::unique_ptr<Engine> engine;
   BatchCallbacks callbacks;
   callbacks.prepare = [&] {
-    a.engine.model = resolve_model(a.engine.model);
+    a.engine.model = resolve_model_arg(a.engine.model);
     engine = Engine::open(a.engine);
   };
   callbacks.transcribe = [&](const std::string& file) { return engine->transcribe(decode_audio_file(file), a.options); };
+  callbacks.max_parallel = [&] { return engine->max_concurrent_runs(); };
   callbacks.log = [](const std::string& line) { std::fprintf(stderr, "hark: %s\n", line.c_str()); };
   BatchSummary summary = run_batch(inputs, options, callbacks);
   if (summary.failed > 0) throw CLI::RuntimeError(kExitSomeFilesFailed);
@@ -180,6 +207,9 @@ void run(TranscribeArgs& a) {
   if (!a.manifest.empty()) return run_manifest(a);
   if (!a.shard.empty() || a.resume)
     throw Error(ErrorCode::InvalidArgument, "[cli] --shard and --resume work with --manifest LIST");
+  if (a.parallel != 0 || a.engine.max_batch != 1 || a.engine.encode_batch != 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "[cli] --parallel, --max-batch and --encode-batch work with --manifest LIST (files transcribed at once)");
   if (a.files.empty()) throw Error(ErrorCode::InvalidArgument, "[cli] no audio files given (or --manifest LIST)");
   if (a.format == "all" && a.output_dir.empty())
     throw Error(ErrorCode::InvalidArgument, "[cli] --format all needs --output-dir");
@@ -258,6 +288,16 @@ void add_transcribe_command(CLI::App& app) {
                   "Text file of audio paths, one a line, # comments ('-' = stdin); needs --output-dir");
   cmd->add_option("--shard", a->shard, "With --manifest: take share K of N (K = 0..N-1), e.g. 3/16");
   cmd->add_flag("--resume", a->resume, "With --manifest: skip files whose outputs all exist");
+  cmd->add_option("--parallel", a->parallel,
+                  "With --manifest: files transcribed at once, their model work batched together "
+                  "(0 = auto: 64 on a GPU, 1 on the CPU)")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", a->engine.max_batch,
+                  "With --parallel above 1: decoder rows stepped together (0 = auto: 16 on the CPU, 64 on a GPU)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--encode-batch", a->engine.encode_batch,
+                  "With --parallel above 1: audio windows per encoder call (0 = auto: 1 on the CPU, 16 on a GPU)")
+      ->check(CLI::Range(0, 256));
   cmd->callback([a] { run(*a); });
 }
 

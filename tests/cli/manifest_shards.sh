@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # hark transcribe --manifest --shard K/N --resume with the bundled model: N shards cover
 # every file of a manifest exactly once (duplicates and comments skipped, bad files
-# failed and reported with exit status 6), and a shard killed mid-run completes with
-# --resume without redoing the files it had finished.
+# failed and reported with exit status 6), a shard killed mid-run completes with
+# --resume without redoing the files it had finished, and --parallel (files at once,
+# batched) writes what one at a time writes.
 # Usage: bash tests/cli/manifest_shards.sh path/to/hark
 set -uo pipefail
 HARK=${1:?usage: manifest_shards.sh path/to/hark}
@@ -99,7 +100,24 @@ for f in $finished; do
 done
 [[ $(find out2 -name '*.txt' | sort) == "$(echo "$want_files" | sed 's|^out/|out2/|')" ]] || fail "after --resume: $(find out2 -type f)"
 
-# 3. Misuse is a clear error with status 2.
+# 3. Every file at once (--parallel 3: one engine batching their windows and decoder steps):
+# the same outputs as one at a time (fp32 on the CPU decodes each row as it would alone).
+transcribe -o out3 --parallel 3 >/dev/null 2>parallel.log
+rc=$?
+[[ $rc == 6 ]] || fail "--parallel 3 exited $rc (want 6: two inputs fail): $(cat parallel.log)"
+[[ $(summary_field parallel.log done) == "$ALL" && $(summary_field parallel.log failed) == 2 ]] ||
+  fail "--parallel 3: $(tail -1 parallel.log)"
+for input in "${!WANT[@]}"; do
+  cmp -s "out/$input.txt" "out3/$input.txt" ||
+    fail "--parallel 3 wrote other text for $input: '$(cat "out3/$input.txt")' against '$(cat "out/$input.txt")'"
+done
+[[ $(find out3 -type f | wc -l) == "$ALL" ]] || fail "--parallel 3 left: $(find out3 -type f)"
+
+# 4. Misuse is a clear error with status 2.
+"$HARK" transcribe -m "$MODEL" --parallel 2 "$CLIPS/en-single-01.wav" 2>err.log; rc=$?
+[[ $rc == 2 ]] && grep -q "work with --manifest" err.log || fail "--parallel without --manifest: rc $rc, $(cat err.log)"
+"$HARK" transcribe -m "$MODEL" --manifest list.txt --parallel -1 -o x 2>err.log; rc=$?
+[[ $rc == 2 ]] && grep -q "parallel" err.log || fail "--parallel -1: rc $rc, $(cat err.log)"
 "$HARK" transcribe -m "$MODEL" --manifest list.txt --shard 3/3 -o x 2>err.log; rc=$?
 [[ $rc == 2 ]] && grep -q "K must be 0..2" err.log || fail "--shard 3/3: rc $rc, $(cat err.log)"
 "$HARK" transcribe -m "$MODEL" --manifest list.txt 2>err.log; rc=$?

@@ -1,6 +1,10 @@
 // The --manifest file loop with a fake transcriber: failures logged and skipped, outputs
 // written atomically, --resume skipping finished inputs, and the summary line.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -145,6 +149,123 @@ TEST_F(Batch, UnwritableOutputIsFatalAndSaysWhere) {
   EXPECT_EQ(transcribed.size(), 1u) << "stopped at the first write failure";
 }
 
+// --parallel: the fixture's transcriber again, made safe for many threads, which also
+// records how many inputs were in progress at once.
+class ParallelBatch : public Batch {
+ protected:
+  void SetUp() override {
+    Batch::SetUp();
+    auto serial = callbacks.transcribe;
+    callbacks.transcribe = [this, serial](const std::string& path) {
+      {
+        std::unique_lock lock(mutex);
+        ++in_flight;
+        most_in_flight = std::max(most_in_flight, in_flight);
+        // The first `expect_together` inputs wait for each other (bounded: a failure to run
+        // them at once shows as most_in_flight, not as a hang).
+        if (seen++ < expect_together) {
+          if (in_flight >= expect_together) gathered = true;
+          together.notify_all();
+          together.wait_for(lock, std::chrono::seconds(10), [this] { return gathered; });
+        }
+      }
+      Transcript t;
+      std::exception_ptr error;
+      {
+        std::lock_guard lock(mutex);  // the fixture's lists
+        try {
+          t = serial(path);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      std::lock_guard lock(mutex);
+      --in_flight;
+      if (error) std::rethrow_exception(error);
+      return t;
+    };
+    options.parallel = 3;
+  }
+  std::mutex mutex;
+  std::condition_variable together;
+  int in_flight = 0, most_in_flight = 0, seen = 0, expect_together = 3;
+  bool gathered = false;  // expect_together inputs were in progress at once
+};
+
+TEST_F(ParallelBatch, RunsInputsAtOnceAndWritesEveryOutput) {
+  std::vector<std::string> inputs;
+  for (int i = 0; i < 10; ++i) inputs.push_back("rec/" + std::to_string(i) + (i == 4 ? "-bad" : "") + ".wav");
+  auto summary = run_batch(inputs, options, callbacks);
+  EXPECT_EQ(most_in_flight, 3);
+  EXPECT_EQ(summary.done, 9u);
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_DOUBLE_EQ(summary.audio_sec, 9 * 1800.0);
+  EXPECT_EQ(prepared, 1);
+  std::multiset<std::string> once(transcribed.begin(), transcribed.end());
+  EXPECT_EQ(once, std::multiset<std::string>(inputs.begin(), inputs.end())) << "each input exactly once";
+  std::set<std::string> want;
+  for (int i = 0; i < 10; ++i)
+    if (i != 4) want.insert("rec/" + std::to_string(i) + ".txt");
+  EXPECT_EQ(files_in_dir(), want) << "no output for the failure, no temporary left";
+  EXPECT_EQ(slurp(dir / "rec/7.txt"), "text of rec/7.wav\n");
+  // One line per input, numbered in the order they finished, then the summary.
+  ASSERT_EQ(log.size(), 11u);
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(log[k].rfind("[" + std::to_string(k + 1) + "/10] ", 0), 0u) << log[k];
+  EXPECT_EQ(std::count_if(log.begin(), log.end(), [](auto& l) { return l.find("] failed rec/4-bad.wav: ") != l.npos; }), 1);
+  EXPECT_EQ(log.back().rfind("summary shard=1/3 files=10 done=9 skipped=0 failed=1 ", 0), 0u) << log.back();
+}
+
+TEST_F(ParallelBatch, MoreWorkersThanInputs) {
+  options.parallel = 8;
+  expect_together = 2;
+  auto summary = run_batch({"a.wav", "b.wav"}, options, callbacks);
+  EXPECT_EQ(most_in_flight, 2);
+  EXPECT_EQ(summary.done, 2u);
+}
+
+TEST_F(ParallelBatch, ATranscriberOfOneAtATimeGetsOneAtATime) {
+  expect_together = 0;
+  callbacks.max_parallel = [] { return 1; };
+  auto summary = run_batch({"a.wav", "b.wav", "c.wav", "d.wav"}, options, callbacks);
+  EXPECT_EQ(most_in_flight, 1);
+  EXPECT_EQ(transcribed, (std::vector<std::string>{"a.wav", "b.wav", "c.wav", "d.wav"})) << "in list order";
+  EXPECT_EQ(summary.done, 4u);
+}
+
+TEST_F(ParallelBatch, CancelStopsTakingInputsAndIsRethrown) {
+  expect_together = 0;
+  callbacks.transcribe = [this](const std::string& path) -> Transcript {
+    std::lock_guard lock(mutex);
+    transcribed.push_back(path);
+    throw Error(ErrorCode::Cancelled, "[cli] interrupted");
+  };
+  std::vector<std::string> inputs(50, "x.wav");
+  try {
+    run_batch(inputs, options, callbacks);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Cancelled);
+  }
+  EXPECT_LE(transcribed.size(), 3u) << "each worker stops at its first cancel";
+}
+
+TEST_F(ParallelBatch, UnwritableOutputIsFatal) {
+  expect_together = 0;
+  fs::create_directories(dir);
+  std::ofstream(dir / "rec") << "a file where a folder should be";
+  std::vector<std::string> inputs;
+  for (int i = 0; i < 40; ++i) inputs.push_back("rec/" + std::to_string(i) + ".wav");
+  try {
+    run_batch(inputs, options, callbacks);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Io);
+  }
+  EXPECT_LE(transcribed.size(), 3u) << "no worker takes another input after a write failure";
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.back().find("stopped=early"), std::string::npos) << log.back();
+}
+
 TEST(WriteAtomically, ReplacesTheWholeFileAndLeavesNoTemporary) {
   const fs::path dir = fs::temp_directory_path() / ("hark-atomic-" + std::to_string(getpid()));
   fs::remove_all(dir);
@@ -161,7 +282,8 @@ TEST(WriteAtomically, ReplacesTheWholeFileAndLeavesNoTemporary) {
 
 TEST(BatchSummary, LineWithNothingDone) {
   BatchSummary s;
-  EXPECT_EQ(s.line(), "summary shard=0/1 files=0 done=0 skipped=0 failed=0 audio_hours=0.000 wall_sec=0.0 rtfx=0.0");
+  EXPECT_EQ(s.line(),
+            "summary shard=0/1 files=0 done=0 skipped=0 failed=0 audio_hours=0.000 wall_sec=0.0 rtfx=0.0 load_sec=0.0");
 }
 
 }  // namespace
