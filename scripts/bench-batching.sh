@@ -43,17 +43,7 @@ for f in ${EXTRA_FIELDS:-}; do extra_fields+=(--field "$f"); done
 
 # Clips of CLIP_SECONDS (default 5 to 30 s) cut from SOURCE_CLIP repeated (16 kHz mono
 # PCM16; Python's wave module, as the GPU machine has no FFmpeg).
-python3 - "$out/clips" "${SOURCE_CLIP:-tests/data/audio/jfk.wav}" ${CLIP_SECONDS:-5 8 11 14 17 20 24 30} <<'PY'
-import sys, wave
-src = wave.open(sys.argv[2])
-assert src.getframerate() == 16000 and src.getnchannels() == 1 and src.getsampwidth() == 2
-pcm = src.readframes(src.getnframes())
-for sec in map(int, sys.argv[3:]):
-    need = sec * 16000 * 2
-    with wave.open(f"{sys.argv[1]}/clip-{sec:03d}.wav", "wb") as w:
-        w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
-        w.writeframes((pcm * (need // len(pcm) + 1))[:need])
-PY
+python3 scripts/cut-clips.py "${SOURCE_CLIP:-tests/data/audio/jfk.wav}" "$out/clips" ${CLIP_SECONDS:-5 8 11 14 17 20 24 30}
 
 get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
 

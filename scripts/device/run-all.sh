@@ -160,24 +160,19 @@ if [[ $mode == offline-bench ]]; then
   section "offline: transcribe --manifest --parallel (large-v3-turbo shape ${OFFLINE_COMPUTE:-f16}, 30 s files, ${OFFLINE_TOKENS:-100} tokens a window)"
   dir=/tmp/hark-offline
   rm -rf "$dir" && mkdir -p "$dir/clips"
-  python3 - "$dir/clip.wav" "${SOURCE_CLIP:-tests/data/audio/jfk.wav}" <<'PY'
-import sys, wave
-src = wave.open(sys.argv[2])
-assert src.getframerate() == 16000 and src.getnchannels() == 1 and src.getsampwidth() == 2
-pcm = src.readframes(src.getnframes())
-need = 30 * 16000 * 2
-with wave.open(sys.argv[1], "wb") as w:
-    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
-    w.writeframes((pcm * (need // len(pcm) + 1))[:need])
-PY
+  python3 scripts/cut-clips.py "${SOURCE_CLIP:-tests/data/audio/jfk.wav}" "$dir" 30
   files=${OFFLINE_FILES:-2048}
-  for i in $(seq -w 1 "$files"); do ln -s ../clip.wav "$dir/clips/c$i.wav"; done
+  for i in $(seq -w 1 "$files"); do ln -s ../clip-030.wav "$dir/clips/c$i.wav"; done
   for p in ${OFFLINE_PARALLEL:-256 1}; do
     n=$files
     [[ $p == 1 ]] && n=${OFFLINE_FILES_ONE:-256}
     ls "$dir"/clips/*.wav | head -n "$n" >"$dir/list-$p.txt"
     t0=$SECONDS
-    timeout 500 "$hark" transcribe --manifest "$dir/list-$p.txt" --output-dir "$dir/out-$p" --no-progress       --model synthetic:large-v3-turbo --device cuda --compute-type "${OFFLINE_COMPUTE:-f16}" --language en       --without-timestamps --sample-len "${OFFLINE_TOKENS:-100}" --temperature 0 --temperature-increment-on-fallback none       --parallel "$p" --max-batch "${OFFLINE_MAX_BATCH:-256}" --encode-batch "${OFFLINE_ENCODE_BATCH:-32}"       2>"$OUT/offline-parallel-$p.log" >/dev/null
+    timeout 500 "$hark" transcribe --manifest "$dir/list-$p.txt" --output-dir "$dir/out-$p" --no-progress \
+      --model synthetic:large-v3-turbo --device cuda --compute-type "${OFFLINE_COMPUTE:-f16}" --language en \
+      --without-timestamps --sample-len "${OFFLINE_TOKENS:-100}" --temperature 0 --temperature-increment-on-fallback none \
+      --parallel "$p" --max-batch "${OFFLINE_MAX_BATCH:-256}" --encode-batch "${OFFLINE_ENCODE_BATCH:-32}" \
+      2>"$OUT/offline-parallel-$p.log" >/dev/null
     rc=$?
     line=$(grep -o 'summary .*' "$OUT/offline-parallel-$p.log" | tail -1)
     echo "- --parallel $p, $n files: exit $rc, $((SECONDS - t0)) s; $line" | tee -a "$results"

@@ -22,7 +22,7 @@ case "${1:-}" in
     ;;
   toy)  # run-all.sh toy: only what the bundled model's GPU tests read travel (the model is 46 MB)
     mapfile -t drop < <(git ls-files | awk -F/ '
-      $1 == "models" || ($1 == "scripts" && $2 == "device") || $0 == "scripts/bench-batching.sh" { next }
+      $1 == "models" || ($1 == "scripts" && $2 == "device") || $0 == "scripts/bench-batching.sh" || $0 == "scripts/cut-clips.py" { next }
       $1 == "tests" && $2 == "data" && $3 == "toy-eval" { next }
       $0 == "assets/multilingual.tiktoken" || $0 == "assets/mel_filters.npz" { next }
       { print }')

@@ -62,7 +62,7 @@ InputOutcome transcribe_one(const std::string& input, const BatchCallbacks& call
 }
 
 // Writes one input's outputs (a write failure throws: it ends the run) and counts it.
-// `position` is "[k/N] " in the order inputs finish (the list's order with one at a time).
+// `position` is "[k/N] " in the order inputs finish.
 void record(const std::string& input, const InputOutcome& o, const std::string& position, const BatchOptions& options,
             BatchSummary& summary, const Log& log) {
   if (!o.failure.empty()) {
@@ -83,11 +83,11 @@ std::string position_of(size_t k, size_t n) {
   return position;
 }
 
-// `parallel` inputs at once, each worker taking the next input in list order. The
-// first fatal error (a cancel, an output that cannot be written) stops the workers from
-// taking more; the inputs already in progress finish, and the error is rethrown.
-void run_inputs_parallel(const std::vector<const std::string*>& todo, int parallel, const BatchOptions& options,
-                         const BatchCallbacks& callbacks, BatchSummary& summary, const Log& log) {
+// `workers` threads, each taking the next input in list order (one worker: the list's
+// order). The first fatal error (a cancel, an output that cannot be written) stops the
+// workers from taking more; the inputs already in progress finish, and it is rethrown.
+void run_workers(const std::vector<const std::string*>& todo, size_t workers, const BatchOptions& options,
+                 const BatchCallbacks& callbacks, BatchSummary& summary, const Log& log) {
   std::mutex mutex;  // summary, log, fatal, finished
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
@@ -109,7 +109,6 @@ void run_inputs_parallel(const std::vector<const std::string*>& todo, int parall
       }
     }
   };
-  const size_t workers = std::min<size_t>(static_cast<size_t>(parallel), todo.size());
   std::vector<std::thread> threads;
   threads.reserve(workers);
   for (size_t w = 0; w < workers; ++w) threads.emplace_back(worker);
@@ -125,11 +124,9 @@ void run_inputs(const std::vector<const std::string*>& todo, const BatchOptions&
     callbacks.prepare();
     summary.load_sec = std::chrono::duration<double>(Clock::now() - t0).count();
   }
-  int parallel = options.parallel;
+  int parallel = std::max(1, options.parallel);
   if (callbacks.max_parallel) parallel = std::min(parallel, std::max(1, callbacks.max_parallel()));
-  if (parallel > 1) return run_inputs_parallel(todo, parallel, options, callbacks, summary, log);
-  for (size_t i = 0; i < todo.size(); ++i)
-    record(*todo[i], transcribe_one(*todo[i], callbacks), position_of(i + 1, todo.size()), options, summary, log);
+  run_workers(todo, std::min<size_t>(static_cast<size_t>(parallel), todo.size()), options, callbacks, summary, log);
 }
 
 }  // namespace

@@ -13,11 +13,11 @@
 #include "audio/audio.h"
 #include "cli/commands.h"
 #include "cli/compute_type.h"
+#include "cli/model_arg.h"
 #include "core/backend.h"
 #include "hark/engine.h"
 #include "hark/error.h"
 #include "hub/discovery.h"
-#include "hub/resolve.h"
 #include "serve/device_list.h"
 #include "serve/server.h"
 
@@ -85,8 +85,7 @@ serve::EngineFactory engine_factory(const ServeFlags& flags) {
       throw Error(ErrorCode::Unavailable,
                   "[serve] no Whisper checkpoint on disk; fetch one with `hark get turbo` (or start `hark serve MODEL`)");
     EngineOptions o;
-    // synthetic:SIZE (seeded random weights: benchmarks, tests) is made, not found on disk.
-    o.model = model.rfind("synthetic:", 0) == 0 ? model : resolve_model(model);  // NotFound names `hark get`
+    o.model = engine_model_arg(model);  // synthetic:SIZE (benchmarks, tests) is made, not found
     o.device = device;
     o.threads = threads;
     o.compute_type = compute_type;

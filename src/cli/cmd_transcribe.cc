@@ -18,10 +18,11 @@
 #include "cli/commands.h"
 #include "cli/compute_type.h"
 #include "cli/manifest.h"
-#include "core/backend.h"
+#include "cli/model_arg.h"
 #include "hark/engine.h"
 #include "hark/error.h"
 #include "hub/resolve.h"
+#include "model/compute_type.h"
 #include "output/writers.h"
 
 namespace hark::cli {
@@ -151,16 +152,6 @@ void write_outputs(const TranscribeArgs& a, const std::string& file, const Trans
   }
 }
 
-// synthetic:SIZE (seeded random weights: throughput measurements) is made, not found on disk.
-std::string resolve_model_arg(const std::string& model) {
-  return model.rfind("synthetic:", 0) == 0 ? model : resolve_model(model);
-}
-
-bool runs_on_a_gpu(const std::string& device) {
-  if (device == "auto") return cuda_device_count() > 0;
-  return device.rfind("cuda", 0) == 0;
-}
-
 // --parallel: files in flight. Auto is 64 on a GPU, where runs batched together multiply
 // the throughput (docs/batching.md), and 1 on the CPU, where batching gains less and
 // every file is then decoded exactly as alone in list order. The engine batches the runs'
@@ -168,7 +159,7 @@ bool runs_on_a_gpu(const std::string& device) {
 int manifest_parallelism(const TranscribeArgs& a) {
   if (a.parallel < 0) throw Error(ErrorCode::InvalidArgument, "[cli] --parallel must be 0 (auto) or more");
   if (a.parallel > 0) return a.parallel;
-  return runs_on_a_gpu(a.engine.device) ? 64 : 1;
+  return device_of(a.engine.device) == Device::Cuda ? 64 : 1;
 }
 
 // --manifest: this shard's share of the list, failures logged and skipped, a summary at
@@ -191,7 +182,7 @@ void run_manifest(TranscribeArgs& a) {
   std::unique_ptr<Engine> engine;
   BatchCallbacks callbacks;
   callbacks.prepare = [&] {
-    a.engine.model = resolve_model_arg(a.engine.model);
+    a.engine.model = engine_model_arg(a.engine.model);
     engine = Engine::open(a.engine);
   };
   callbacks.transcribe = [&](const std::string& file) { return engine->transcribe(decode_audio_file(file), a.options); };

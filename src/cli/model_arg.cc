@@ -1,5 +1,6 @@
 #include "cli/model_arg.h"
 
+#include "hub/resolve.h"
 #include "model/synthetic.h"
 
 namespace hark::cli {
@@ -13,6 +14,10 @@ std::shared_ptr<const Checkpoint> open_model_arg(const std::string& spec, const 
     return std::make_shared<const Checkpoint>(make_synthetic_checkpoint(hparams_for_size(spec.substr(prefix.size())), dtype));
   }
   return load_checkpoint(spec);
+}
+
+std::string engine_model_arg(const std::string& spec) {
+  return spec.rfind("synthetic:", 0) == 0 ? spec : resolve_model(spec);
 }
 
 }  // namespace hark::cli

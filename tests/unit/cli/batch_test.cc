@@ -4,7 +4,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -166,7 +168,7 @@ class ParallelBatch : public Batch {
         if (seen++ < expect_together) {
           if (in_flight >= expect_together) gathered = true;
           together.notify_all();
-          together.wait_for(lock, std::chrono::seconds(10), [this] { return gathered; });
+          together.wait_for(lock, gather_timeout, [this] { return gathered; });
         }
       }
       Transcript t;
@@ -190,7 +192,18 @@ class ParallelBatch : public Batch {
   std::condition_variable together;
   int in_flight = 0, most_in_flight = 0, seen = 0, expect_together = 3;
   bool gathered = false;  // expect_together inputs were in progress at once
+  std::chrono::milliseconds gather_timeout{10000};
 };
+
+// The code of the Error that `run` throws (none: nothing thrown).
+std::optional<ErrorCode> error_code_of(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return std::nullopt;
+}
 
 TEST_F(ParallelBatch, RunsInputsAtOnceAndWritesEveryOutput) {
   std::vector<std::string> inputs;
@@ -224,7 +237,10 @@ TEST_F(ParallelBatch, MoreWorkersThanInputs) {
 }
 
 TEST_F(ParallelBatch, ATranscriberOfOneAtATimeGetsOneAtATime) {
-  expect_together = 0;
+  // The first two calls each wait up to 0.3 s for a second input in progress: without the
+  // cap a second worker would join the first and most_in_flight would be 2.
+  expect_together = 2;
+  gather_timeout = std::chrono::milliseconds(300);
   callbacks.max_parallel = [] { return 1; };
   auto summary = run_batch({"a.wav", "b.wav", "c.wav", "d.wav"}, options, callbacks);
   EXPECT_EQ(most_in_flight, 1);
@@ -240,12 +256,7 @@ TEST_F(ParallelBatch, CancelStopsTakingInputsAndIsRethrown) {
     throw Error(ErrorCode::Cancelled, "[cli] interrupted");
   };
   std::vector<std::string> inputs(50, "x.wav");
-  try {
-    run_batch(inputs, options, callbacks);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Cancelled);
-  }
+  EXPECT_EQ(error_code_of([&] { run_batch(inputs, options, callbacks); }), ErrorCode::Cancelled);
   EXPECT_LE(transcribed.size(), 3u) << "each worker stops at its first cancel";
 }
 
@@ -255,12 +266,7 @@ TEST_F(ParallelBatch, UnwritableOutputIsFatal) {
   std::ofstream(dir / "rec") << "a file where a folder should be";
   std::vector<std::string> inputs;
   for (int i = 0; i < 40; ++i) inputs.push_back("rec/" + std::to_string(i) + ".wav");
-  try {
-    run_batch(inputs, options, callbacks);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Io);
-  }
+  EXPECT_EQ(error_code_of([&] { run_batch(inputs, options, callbacks); }), ErrorCode::Io);
   EXPECT_LE(transcribed.size(), 3u) << "no worker takes another input after a write failure";
   ASSERT_FALSE(log.empty());
   EXPECT_NE(log.back().find("stopped=early"), std::string::npos) << log.back();
