@@ -17,7 +17,13 @@ build=build-device
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHARK_FFMPEG=OFF -DHARK_GEMM=openblas -DHARK_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_C_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DHARK_BUILD_TESTS=ON >/dev/null
-cmake --build "$build" -j "${JOBS:-$(nproc)}" --target hark hark_cuda_module hark_test_cuda hark_test_gpu hark_test_model
+# BUNDLE_BINS: the programs carried (default all four). The toy call's carry holds the 46 MB
+# bundled model beside the bundle, and the whole bundle does not fit with it: there
+# BUNDLE_BINS="hark_test_gpu hark" (run-all.sh toy's tests, transcribe and bench). Only these
+# are built.
+bins=${BUNDLE_BINS:-"hark hark_test_cuda hark_test_gpu hark_test_model"}
+# shellcheck disable=SC2086  # the list is split on purpose
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target hark_cuda_module $bins
 out=.device-carry/bundle
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/tests" "$out/lib"
@@ -25,10 +31,6 @@ pwd >"$out/source_dir"  # the binaries look for test data and models there (run-
 # What the binaries were built from: the commit, and whether the tree differed from it.
 { git rev-parse --short HEAD; git diff --quiet HEAD -- src include CMakeLists.txt cmake || echo "(with uncommitted changes)"; } \
   | paste -sd' ' >"$out/source_commit"
-# BUNDLE_BINS: the programs carried (default all four). The toy call's carry holds the 46 MB
-# bundled model beside the bundle, and the whole bundle does not fit with it: there
-# BUNDLE_BINS="hark_test_gpu hark" (run-all.sh toy's tests, transcribe and bench).
-bins=${BUNDLE_BINS:-"hark hark_test_cuda hark_test_gpu hark_test_model"}
 cp "$build/bin/libhark_cuda.so" "$out/bin/"
 for b in $bins; do
   case $b in
