@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/checked_span.h"
+
 namespace hark {
 namespace {
 
@@ -19,9 +21,8 @@ void mask_token(std::span<float> logits, int token) {
   if (token >= 0 && token < static_cast<int>(logits.size())) logits[token] = kNegInf;
 }
 
-}  // namespace
-
-double log_sum_exp(std::span<const float> x) {
+// Uninstrumented in the sanitizer build (core/checked_span.h): log_sum_exp checks the span.
+HARK_UNINSTRUMENTED double log_sum_exp_loop(std::span<const float> x) {
   // The peak in 16 lanes (a maximum is exact in any order), so that the loop vectorises.
   float peaks[16];
   std::fill(peaks, peaks + 16, kNegInf);
@@ -42,6 +43,13 @@ double log_sum_exp(std::span<const float> x) {
   for (double l : lanes) sum += l;
   for (size_t i = whole; i < x.size(); ++i) sum += exp_nonpositive(static_cast<double>(x[i]) - peak);
   return peak + std::log(sum);
+}
+
+}  // namespace
+
+double log_sum_exp(std::span<const float> x) {
+  check_span(x.data(), static_cast<int64_t>(x.size()));
+  return log_sum_exp_loop(x);
 }
 
 void log_softmax(std::span<const float> logits, std::vector<float>& out) { log_softmax(logits, log_sum_exp(logits), out); }

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "core/checked_span.h"
 #include "decode/special_tokens.h"
 
 namespace hark {
@@ -80,7 +81,7 @@ class ApplyTimestampRules : public LogitFilter {
 // subnormal, the result is 0: such a term cannot change a sum that holds e^0 = 1. The
 // same method as fast_exp (core/cpu/vector_math.h) at double precision: fast_exp's float
 // polynomial (2e-7) would change the reference's double-precision filter sums.
-inline double exp_nonpositive(double x) {
+HARK_UNINSTRUMENTED inline double exp_nonpositive(double x) {
   const double clamped = x < -708.0 ? -708.0 : x;
   constexpr double kLog2e = 1.4426950408889634;
   constexpr double kRound = 6755399441055744.0;  // 1.5·2⁵²: adding it rounds to an integer

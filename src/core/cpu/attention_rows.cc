@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/checked_span.h"
 #include "core/cpu/vector_math.h"
 #include "core/tensor.h"
 
@@ -18,15 +19,15 @@
 namespace hark {
 namespace {
 
-inline float value(float x) { return x; }
-inline float value(uint16_t h) { return half_to_float(h); }
+HARK_UNINSTRUMENTED inline float value(float x) { return x; }
+HARK_UNINSTRUMENTED inline float value(uint16_t h) { return half_to_float(h); }
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+HARK_UNINSTRUMENTED inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+HARK_UNINSTRUMENTED inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 
 // Sums of each of 8 vectors, as one vector.
-inline __m256 reduce8(const __m256* a) {
+HARK_UNINSTRUMENTED inline __m256 reduce8(const __m256* a) {
   const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
   const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
   const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
@@ -39,17 +40,17 @@ inline __m256 reduce8(const __m256* a) {
 // for 1-8 windows and 5 beams; 48 had one window's 5 beams at 551-575 µs against 365-390).
 constexpr int64_t kPrefetchRows = 8;
 template <class E>
-inline void prefetch_slice(const E* p, int64_t hd) {
+HARK_UNINSTRUMENTED inline void prefetch_slice(const E* p, int64_t hd) {
   for (int64_t j = 0; j < hd; j += 64 / sizeof(E)) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
 }
 
 #if defined(__AVX512F__)
-inline __m512 load16(const uint16_t* p) {
+HARK_UNINSTRUMENTED inline __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
-inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+HARK_UNINSTRUMENTED inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 // The 512-bit accumulators' halves added, so reduce8 can finish the sums.
-inline void fold8(const __m512* wide, __m256* narrow) {
+HARK_UNINSTRUMENTED inline void fold8(const __m512* wide, __m256* narrow) {
   for (int u = 0; u < 8; ++u)
     narrow[u] = _mm256_add_ps(_mm512_castps512_ps256(wide[u]),
                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(wide[u]), 1)));
@@ -60,7 +61,7 @@ inline void fold8(const __m512* wide, __m256* narrow) {
 // columns: one accumulator a key, so every score has the same summation order wherever
 // its block lies.
 template <class E>
-inline void score_block8(const float* q, const E* k, int64_t d, int64_t hd, float scale, float* scores) {
+HARK_UNINSTRUMENTED inline void score_block8(const float* q, const E* k, int64_t d, int64_t hd, float scale, float* scores) {
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
     __m512 acc[8];
@@ -86,7 +87,7 @@ inline void score_block8(const float* q, const E* k, int64_t d, int64_t hd, floa
 
 // The score of one key row past the last whole block of 8.
 template <class E>
-inline float score_one(const float* q, const E* k, int64_t hd, float scale) {
+HARK_UNINSTRUMENTED inline float score_one(const float* q, const E* k, int64_t hd, float scale) {
   float s = 0;
   for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[j]);
   return s * scale;
@@ -94,7 +95,8 @@ inline float score_one(const float* q, const E* k, int64_t hd, float scale) {
 
 // scores[t] = scale · q · K[t] over one head's hd columns of K (row stride d).
 template <class E>
-void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+HARK_UNINSTRUMENTED void head_scores_loop(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale,
+                                          float* scores) {
   int64_t t = 0;
   for (; t + 8 <= tk; t += 8) {
     for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
@@ -105,7 +107,8 @@ void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, 
 
 // out[0, hd) = Σ_t p[t] · V[t] over one head's columns of V.
 template <class E>
-void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+HARK_UNINSTRUMENTED void head_values_loop(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd,
+                                          float* out) {
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
     for (int64_t j0 = 0; j0 < hd; j0 += 128) {
@@ -139,7 +142,8 @@ void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, 
 constexpr bool kVectorised = true;
 #else
 template <class E>
-void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+HARK_UNINSTRUMENTED void head_scores_loop(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale,
+                                          float* scores) {
   for (int64_t t = 0; t < tk; ++t) {
     float s = 0;
     for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[t * d + j]);
@@ -147,13 +151,31 @@ void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, 
   }
 }
 template <class E>
-void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+HARK_UNINSTRUMENTED void head_values_loop(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd,
+                                          float* out) {
   for (int64_t j = 0; j < hd; ++j) out[j] = 0;
   for (int64_t t = 0; t < tk; ++t)
     for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * value(v[t * d + j]);
 }
 constexpr bool kVectorised = false;
 #endif
+
+// The loops above run uninstrumented in the sanitizer build; these check their spans: one
+// head's columns of tk rows of K or V (row stride d), the query, the scores, the output.
+template <class E>
+void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
+  check_span(q, hd);
+  check_strided(k, tk, d, hd);
+  check_span(scores, tk);
+  head_scores_loop(q, k, tk, d, hd, scale, scores);
+}
+template <class E>
+void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
+  check_span(p, tk);
+  check_strided(v, tk, d, hd);
+  check_span(out, hd);
+  head_values_loop(p, v, tk, d, hd, out);
+}
 
 }  // namespace
 

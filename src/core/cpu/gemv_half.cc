@@ -4,19 +4,21 @@
 
 #include <algorithm>
 
+#include "core/checked_span.h"
+
 namespace hark {
 namespace {
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-inline __m256 load8(const float* p, DType) { return _mm256_loadu_ps(p); }
+HARK_UNINSTRUMENTED inline __m256 load8(const float* p, DType) { return _mm256_loadu_ps(p); }
 
-inline __m256 load8(const uint16_t* p, DType dtype) {
+HARK_UNINSTRUMENTED inline __m256 load8(const uint16_t* p, DType dtype) {
   __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   if (dtype == DType::F16) return _mm256_cvtph_ps(raw);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));  // bf16 → f32
 }
 
-inline float hsum(__m256 v) {
+HARK_UNINSTRUMENTED inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
@@ -27,8 +29,8 @@ inline float hsum(__m256 v) {
 // by weight row). Each (weight row, x row) pair keeps its own accumulator and summation
 // order, so results do not depend on R; R·M independent FMA chains hide the FMA latency
 // that a lone chain (M = 1) would otherwise be bound by, well below memory bandwidth.
-inline float weight_at(const float* w, DType) { return *w; }
-inline float weight_at(const uint16_t* w, DType dtype) {
+HARK_UNINSTRUMENTED inline float weight_at(const float* w, DType) { return *w; }
+HARK_UNINSTRUMENTED inline float weight_at(const uint16_t* w, DType dtype) {
   return dtype == DType::F16 ? half_to_float(*w) : bf16_to_float(*w);
 }
 
@@ -36,8 +38,9 @@ inline float weight_at(const uint16_t* w, DType dtype) {
 // 2, 4 and 8 KB tried; 8 KB was best or level for 1-8 rows, fp16 and fp32).
 constexpr int64_t kPrefetchBytes = 8192;
 
+// Uninstrumented in the sanitizer build; rows_dots checks the spans (core/checked_span.h).
 template <int R, int M, class W>
-inline void tile_dots(const float* x, int64_t k, const W* w, DType dtype, float* out) {
+HARK_UNINSTRUMENTED inline void tile_dots(const float* x, int64_t k, const W* w, DType dtype, float* out) {
   __m256 acc[R][M];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < M; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -76,6 +79,8 @@ template <int M, class W>
 void rows_dots(const float* x, int64_t k, const W* w, DType dtype, int64_t begin, int64_t end,
                const float* bias, float* y, int64_t n) {
   constexpr int R = M <= 2 ? 4 : 2;
+  check_span(x, M * k);
+  check_span(w + begin * k, (end - begin) * k);
   float dots[R * M];
   int64_t j = begin;
   auto store = [&](int64_t row, int rows_in_tile) {

@@ -23,7 +23,12 @@ void floats_to_half(const float* src, uint16_t* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
 
-void layer_norm_row(const float* x, const float* gamma, const float* beta, int64_t n, float eps, float* y) {
+namespace {
+
+// The loops of the kernels below, uninstrumented in the sanitizer build: each public
+// function checks its spans first (core/checked_span.h).
+HARK_UNINSTRUMENTED void layer_norm_loop(const float* x, const float* gamma, const float* beta, int64_t n, float eps,
+                                         float* y) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += x[i];
   const float mean = sum / static_cast<float>(n);
@@ -36,11 +41,9 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, int64
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
 }
 
-namespace {
-
 // erf(x) for x >= 0 via Abramowitz & Stegun 7.1.26 refined: the rational part is
 // evaluated in float, exp() in float; error ~1e-7, far inside the 1e-4 parity budget.
-inline float erf_approx(float x) {
+HARK_UNINSTRUMENTED inline float erf_approx(float x) {
   const float ax = std::fabs(x);
   const float t = 1.0f / (1.0f + 0.3275911f * ax);
   const float poly =
@@ -48,9 +51,8 @@ inline float erf_approx(float x) {
   const float r = 1.0f - poly * fast_exp(-ax * ax);
   return std::copysign(r, x);
 }
-}  // namespace
 
-void gelu_inplace(float* x, int64_t n) {
+HARK_UNINSTRUMENTED void gelu_loop(float* x, int64_t n) {
   constexpr float kInvSqrt2 = 0.70710678118654752f;
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
@@ -59,7 +61,7 @@ void gelu_inplace(float* x, int64_t n) {
   }
 }
 
-void softmax_row(float* x, int64_t visible, int64_t n) {
+HARK_UNINSTRUMENTED void softmax_loop(float* x, int64_t visible, int64_t n) {
   // The max and the sum are reduced in 16 independent lanes: a single running sum is a
   // chain of dependent additions that the compiler may not reorder, and it made softmax
   // the largest single cost of the encoder (1500 × 1500 scores per head and layer).
@@ -93,13 +95,38 @@ void softmax_row(float* x, int64_t visible, int64_t n) {
   for (i = visible; i < n; ++i) x[i] = 0.0f;
 }
 
-float log_sum_exp(const float* x, int64_t n) {
+HARK_UNINSTRUMENTED float log_sum_exp_loop(const float* x, int64_t n) {
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
   if (!std::isfinite(max)) return max;
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i] - max));
   return max + static_cast<float>(std::log(sum));
+}
+
+}  // namespace
+
+void layer_norm_row(const float* x, const float* gamma, const float* beta, int64_t n, float eps, float* y) {
+  check_span(x, n);
+  check_span(gamma, n);
+  check_span(beta, n);
+  check_span(y, n);
+  layer_norm_loop(x, gamma, beta, n, eps, y);
+}
+
+void gelu_inplace(float* x, int64_t n) {
+  check_span(x, n);
+  gelu_loop(x, n);
+}
+
+void softmax_row(float* x, int64_t visible, int64_t n) {
+  check_span(x, n);
+  softmax_loop(x, visible, n);
+}
+
+float log_sum_exp(const float* x, int64_t n) {
+  check_span(x, n);
+  return log_sum_exp_loop(x, n);
 }
 
 }  // namespace hark

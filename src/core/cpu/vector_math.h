@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "core/checked_span.h"
+
 namespace hark {
 
 // One row of layer norm (two-pass mean/variance in fp32, as PyTorch does).
@@ -23,7 +25,8 @@ void softmax_row(float* x, int64_t visible, int64_t n);
 // the VAD's sigmoid/tanh): range reduction x = n·ln2 + r (|r| ≤ ln2/2, Cody–Waite split of
 // ln2) and a degree-7 Taylor polynomial for e^r; relative error about 2e-7. Inputs are
 // clamped to ±87, which saturates as sigmoid, tanh and masked softmax entries need.
-inline float fast_exp(float x) {
+// Uninstrumented like the kernels that call it, so it inlines into them (core/checked_span.h).
+HARK_UNINSTRUMENTED inline float fast_exp(float x) {
   x = x < -87.0f ? -87.0f : (x > 87.0f ? 87.0f : x);
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kRound = 12582912.0f;  // 1.5·2²³: adding it rounds to an integer
