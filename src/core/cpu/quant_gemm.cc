@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_span.h"
 #include "core/cpu/gemm.h"
 #include "core/cpu/quant_chunk.h"
 #include "core/cpu/quant_dot.h"
@@ -54,6 +55,31 @@ const IsaChoice& current_isa() {
   return *isa;
 }
 
+// The AVX2 and AVX-512 dot-product files are compiled without sanitizers in the sanitizer
+// build (src/core/cpu/CMakeLists.txt); every call of a DotRowsFn or WidenRowFn goes through
+// these, which check the spans it reads and writes first (core/checked_span.h).
+void dot_rows_checked(const IsaChoice& isa, DType dtype, const quant::ActivationBlocks& x, const uint8_t* w,
+                      size_t row_bytes, int64_t begin, int64_t end, const float* bias, float* y, int64_t ldy) {
+  const int64_t blocks = x.m * x.k / quant::kBlock;
+  check_span(x.q, x.m * x.k);
+  check_span(x.d, blocks);
+  check_span(x.half_sums, 2 * blocks);
+  check_span(x.neg_half_lanes, 8 * blocks);
+  // Rows `row_bytes` apart, each read for its first k values only (a head's slice of a
+  // quantized cache row is k values of a longer row).
+  check_strided(w + begin * static_cast<int64_t>(row_bytes), end - begin, static_cast<int64_t>(row_bytes),
+                static_cast<int64_t>(dtype_nbytes(dtype, x.k)));
+  if (bias) check_span(bias + begin, end - begin);
+  check_strided(y + begin, x.m, ldy, end - begin);
+  isa.dot_rows(dtype, x, w, row_bytes, begin, end, bias, y, ldy);
+}
+
+void widen_row_checked(const IsaChoice& isa, DType dtype, const uint8_t* row, int64_t k, float* out) {
+  check_span(row, static_cast<int64_t>(dtype_nbytes(dtype, k)));
+  check_span(out, k);
+  isa.widen_row(dtype, row, k, out);
+}
+
 // Activation blocks for up to kQuantGemvMaxRows rows, reused between calls on this thread.
 struct ActivationBuffers {
   std::vector<int8_t> q;
@@ -76,13 +102,13 @@ void integer_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, co
   const int64_t n = w.dim(0);
   const size_t row_bytes = dtype_nbytes(w.dtype(), k);
   const auto* weights = static_cast<const uint8_t*>(w.raw());
-  const quant::DotRowsFn dot_rows = current_isa().dot_rows;
+  const IsaChoice& isa = current_isa();
   for (int64_t first = 0; first < m; first += kQuantGemvMaxRows) {
     const int64_t rows = std::min(kQuantGemvMaxRows, m - first);
     const quant::ActivationBlocks xq = buffers.quantize(x + first * k, rows, k);
     float* ys = y + first * ldy;
     pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-      dot_rows(w.dtype(), xq, weights, row_bytes, begin, end, bias, ys, ldy);
+      dot_rows_checked(isa, w.dtype(), xq, weights, row_bytes, begin, end, bias, ys, ldy);
     }, 64);
   }
 }
@@ -151,7 +177,7 @@ void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, cons
   const int64_t n = w.dim(0), threads = pool.size();
   const size_t row_bytes = dtype_nbytes(w.dtype(), k);
   const auto* weights = static_cast<const uint8_t*>(w.raw());
-  const quant::WidenRowFn widen_row = current_isa().widen_row;
+  const IsaChoice& isa = current_isa();
   int64_t panels = threads;
   while ((n + panels - 1) / panels > 256) panels += threads;
   const int64_t panel_rows = ((n + panels - 1) / panels + 15) / 16 * 16;
@@ -164,7 +190,7 @@ void panel_products(ThreadPool& pool, const float* x, int64_t m, int64_t k, cons
       const int64_t r0 = p * panel_rows, r1 = std::min(n, r0 + panel_rows);
       panel.resize((r1 - r0) * k);
       for (int64_t r = r0; r < r1; ++r)
-        widen_row(w.dtype(), weights + r * row_bytes, k, panel.data() + (r - r0) * k);
+        widen_row_checked(isa, w.dtype(), weights + r * row_bytes, k, panel.data() + (r - r0) * k);
       sgemm_serial(Trans::No, Trans::Yes, m, r1 - r0, k, 1.0f, x, k, panel.data(), k, bias ? 1.0f : 0.0f, y + r0,
                    ldy);
     }
@@ -188,7 +214,7 @@ void quant_linear(ThreadPool& pool, const float* x, int64_t m, int64_t k, const 
 void quant_dot_serial(const float* x, int64_t k, DType dtype, const uint8_t* w, size_t row_bytes, int64_t n, float* y) {
   thread_local ActivationBuffers buffers;
   const quant::ActivationBlocks xq = buffers.quantize(x, 1, k);
-  current_isa().dot_rows(dtype, xq, w, row_bytes, 0, n, nullptr, y, n);
+  dot_rows_checked(current_isa(), dtype, xq, w, row_bytes, 0, n, nullptr, y, n);
 }
 
 const char* quant_isa() { return current_isa().name; }

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/checked_span.h"
 #include "core/cpu/attention_rows.h"
 #include "core/cpu/gemv_half.h"
+#include "core/cpu/quant_gemm.h"
 #include "core/cpu/vector_math.h"
 #include "core/thread_pool.h"
 
@@ -91,6 +93,22 @@ TEST_F(CheckedSpanDeath, AttentionOverAShortValueCacheIsReported) {
   auto v = std::make_unique<float[]>((visible - 1) * hd);
   EXPECT_DEATH(attention_head_row_f32(q.data(), k.data(), hd, v.get(), hd, visible, hd, scores.data(), out.data()),
                "heap-buffer-overflow");
+}
+
+// The int8 dot products, whose instruction-set files the sanitizer build compiles without
+// instrumentation: q8_0 weights one row short, on every instruction set this machine has.
+TEST_F(CheckedSpanDeath, QuantizedDotOverShortWeightsIsReported) {
+  constexpr int64_t k = 64, n = 8;
+  const size_t row_bytes = dtype_nbytes(DType::Q8_0, k);
+  std::vector<float> x(k, 0.5f), y(n);
+  auto w = std::make_unique<uint8_t[]>((n - 1) * row_bytes);
+  const std::string chosen = quant_isa();
+  for (const char* isa : {"avx512-vnni", "avx2", "scalar"}) {
+    if (!set_quant_isa(isa)) continue;
+    EXPECT_DEATH(quant_dot_serial(x.data(), k, DType::Q8_0, w.get(), row_bytes, n, y.data()), "heap-buffer-overflow")
+        << isa;
+  }
+  set_quant_isa(chosen);
 }
 
 }  // namespace
