@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "core/checked_span.h"
+
 namespace hark {
 
 uint64_t fnv1a64(const std::string& text) {
@@ -71,6 +73,15 @@ void for_ranges(int64_t n, Fn&& fn) {
   for (auto& th : pool) th.join();
 }
 
+// Elements [begin, end) of one tensor. Uninstrumented in the sanitizer build, where the
+// per-element checks made generating the weights a visible part of every model test's
+// time; the caller checks the span (core/checked_span.h).
+HARK_UNINSTRUMENTED void fill_synthetic(float* p, int64_t begin, int64_t end, uint64_t name_hash,
+                                        const SyntheticInit& init) {
+  for (int64_t i = begin; i < end; ++i)
+    p[i] = static_cast<float>(init.center + init.scale * synthetic_unit(name_hash, static_cast<uint64_t>(i)));
+}
+
 Checkpoint make_synthetic_checkpoint(const HParams& hp, DType dtype) {
   Checkpoint ckpt;
   ckpt.hparams = hp;
@@ -85,9 +96,8 @@ Checkpoint make_synthetic_checkpoint(const HParams& hp, DType dtype) {
       const uint64_t h = fnv1a64(name);
       float* p = t.data<float>();
       const int64_t n = t.numel();
-      for_ranges(n, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) p[i] = static_cast<float>(init.center + init.scale * synthetic_unit(h, i));
-      });
+      check_span(p, n);
+      for_ranges(n, [&](int64_t begin, int64_t end) { fill_synthetic(p, begin, end, h, init); });
     }
     if (dtype != DType::F32) {
       Tensor c = Tensor::empty(shape, dtype);
