@@ -95,8 +95,8 @@ HARK_UNINSTRUMENTED inline float score_one(const float* q, const E* k, int64_t h
 
 // scores[t] = scale · q · K[t] over one head's hd columns of K (row stride d).
 template <class E>
-HARK_UNINSTRUMENTED void head_scores_loop(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale,
-                                          float* scores) {
+HARK_UNINSTRUMENTED void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale,
+                                     float* scores) {
   int64_t t = 0;
   for (; t + 8 <= tk; t += 8) {
     for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
@@ -107,8 +107,7 @@ HARK_UNINSTRUMENTED void head_scores_loop(const float* q, const E* k, int64_t tk
 
 // out[0, hd) = Σ_t p[t] · V[t] over one head's columns of V.
 template <class E>
-HARK_UNINSTRUMENTED void head_values_loop(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd,
-                                          float* out) {
+HARK_UNINSTRUMENTED void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
     for (int64_t j0 = 0; j0 < hd; j0 += 128) {
@@ -142,8 +141,8 @@ HARK_UNINSTRUMENTED void head_values_loop(const float* p, const E* v, int64_t tk
 constexpr bool kVectorised = true;
 #else
 template <class E>
-HARK_UNINSTRUMENTED void head_scores_loop(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale,
-                                          float* scores) {
+HARK_UNINSTRUMENTED void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale,
+                                     float* scores) {
   for (int64_t t = 0; t < tk; ++t) {
     float s = 0;
     for (int64_t j = 0; j < hd; ++j) s += q[j] * value(k[t * d + j]);
@@ -151,31 +150,13 @@ HARK_UNINSTRUMENTED void head_scores_loop(const float* q, const E* k, int64_t tk
   }
 }
 template <class E>
-HARK_UNINSTRUMENTED void head_values_loop(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd,
-                                          float* out) {
+HARK_UNINSTRUMENTED void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
   for (int64_t j = 0; j < hd; ++j) out[j] = 0;
   for (int64_t t = 0; t < tk; ++t)
     for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * value(v[t * d + j]);
 }
 constexpr bool kVectorised = false;
 #endif
-
-// The loops above run uninstrumented in the sanitizer build; these check their spans: one
-// head's columns of tk rows of K or V (row stride d), the query, the scores, the output.
-template <class E>
-void head_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, float scale, float* scores) {
-  check_span(q, hd);
-  check_strided(k, tk, d, hd);
-  check_span(scores, tk);
-  head_scores_loop(q, k, tk, d, hd, scale, scores);
-}
-template <class E>
-void head_values(const float* p, const E* v, int64_t tk, int64_t d, int64_t hd, float* out) {
-  check_span(p, tk);
-  check_strided(v, tk, d, hd);
-  check_span(out, hd);
-  head_values_loop(p, v, tk, d, hd, out);
-}
 
 }  // namespace
 
@@ -187,6 +168,7 @@ template <class E>
 void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const E* v, int n_heads, int64_t hd,
                        bool causal, int64_t causal_offset, float* weights) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  check_attention_spans(a.q, a.ldq, k, a.ldk, v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
   for_each_head_row(
       pool, a, n_heads, causal, causal_offset, weights,
       [&](int64_t h, int64_t i, int64_t visible, float* s) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/checked_span.h"
 #include "core/cpu/vector_math.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
@@ -70,11 +71,26 @@ void for_each_head_row(ThreadPool& pool, const CachedRows& a, int n_heads, bool 
 // Whether the vectorised loops handle this head size (multiples of 8).
 bool attention_rows_supported(int64_t head_dim);
 
+// The spans an attention call's loops read and write, checked once per call in the
+// sanitizer build, where the loops run uninstrumented (core/checked_span.h): tq query and
+// output rows, tk key and value rows, `width` (heads · head size) values of each. Checking
+// per head instead would scan a head's whole strided K and V span, every head's columns,
+// for every (head, row) task.
+template <class E>
+void check_attention_spans(const float* q, int64_t ldq, const E* k, int64_t ldk, const E* v, int64_t ldv,
+                           const float* out, int64_t ldo, int64_t tq, int64_t tk, int64_t width) {
+  check_strided(q, tq, ldq, width);
+  check_strided(k, tk, ldk, width);
+  check_strided(v, tk, ldv, width);
+  check_strided(out, tq, ldo, width);
+}
+
 // One head of one query row over fp32 keys and values: q, k and v point at the head's first
 // column (k/v rows ldk/ldv floats apart), scores has room for `visible` values and holds the
 // softmax afterwards, out receives head_dim values. The same arithmetic as attention_rows,
 // whatever the other rows and heads of the call: the CPU's fp32 decoder steps run each
-// (window, head, row) of a step through it in one parallel loop (cpu_attend_many).
+// (window, head, row) of a step through it in one parallel loop (cpu_attend_many), which
+// checks each call's spans first (check_attention_spans): this function does not.
 void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
                             int64_t head_dim, float* scores, float* out);
 

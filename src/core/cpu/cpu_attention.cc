@@ -77,6 +77,7 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
   for (const AttentionRows& a : calls) {
     AttendPlan p = plan_for(a, n_heads, pool.size());
     p.few = a.tq <= kFewQueries && attention_rows_supported(hd);
+    if (p.few) check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
     plans.push_back(p);
     first_task.push_back(tasks);
     tasks += n_heads * (p.few ? a.tq : p.row_blocks);

@@ -38,7 +38,7 @@ HARK_UNINSTRUMENTED inline float weight_at(const uint16_t* w, DType dtype) {
 // 2, 4 and 8 KB tried; 8 KB was best or level for 1-8 rows, fp16 and fp32).
 constexpr int64_t kPrefetchBytes = 8192;
 
-// Uninstrumented in the sanitizer build; rows_dots checks the spans (core/checked_span.h).
+// Uninstrumented in the sanitizer build; gemv_passes checks the spans (core/checked_span.h).
 template <int R, int M, class W>
 HARK_UNINSTRUMENTED inline void tile_dots(const float* x, int64_t k, const W* w, DType dtype, float* out) {
   __m256 acc[R][M];
@@ -79,8 +79,6 @@ template <int M, class W>
 void rows_dots(const float* x, int64_t k, const W* w, DType dtype, int64_t begin, int64_t end,
                const float* bias, float* y, int64_t n) {
   constexpr int R = M <= 2 ? 4 : 2;
-  check_span(x, M * k);
-  check_span(w + begin * k, (end - begin) * k);
   float dots[R * M];
   int64_t j = begin;
   auto store = [&](int64_t row, int rows_in_tile) {
@@ -130,6 +128,9 @@ template <class W>
 void gemv_passes(ThreadPool& pool, const float* x, int64_t m, int64_t k, const W* w, DType w_dtype, int64_t n,
                  const float* bias, float* y) {
   const int64_t block = std::max<int64_t>(8, (int64_t{64} << 10) / static_cast<int64_t>(k * sizeof(W)));
+  // The tiles run uninstrumented in the sanitizer build: their spans, checked once.
+  check_span(x, m * k);
+  check_span(w, n * k);
   pool.parallel_for(n, [&](int64_t begin, int64_t end) {
     for (int64_t b0 = begin; b0 < end; b0 += block) {
       const int64_t b1 = std::min(end, b0 + block);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/checked_span.h"
-#include "core/cpu/attention_rows.h"
+#include "core/cpu/cpu_backend.h"
 #include "core/cpu/gemv_half.h"
 #include "core/cpu/quant_gemm.h"
 #include "core/cpu/vector_math.h"
@@ -86,13 +86,16 @@ TEST_F(CheckedSpanDeath, GemvOverShortWeightsIsReported) {
   EXPECT_DEATH(gemv_rows(pool, x.data(), 1, k, w.get(), DType::F32, n, nullptr, y.data()), "heap-buffer-overflow");
 }
 
-// Attention over one head: a value cache one row short of `visible` rows.
+// Attention of one decoder row (the direct loops of a few-query call): a value cache one
+// row short of the keys.
 TEST_F(CheckedSpanDeath, AttentionOverAShortValueCacheIsReported) {
-  constexpr int64_t hd = 64, visible = 24;
-  std::vector<float> q(hd, 0.1f), k(visible * hd, 0.1f), scores(visible), out(hd);
-  auto v = std::make_unique<float[]>((visible - 1) * hd);
-  EXPECT_DEATH(attention_head_row_f32(q.data(), k.data(), hd, v.get(), hd, visible, hd, scores.data(), out.data()),
-               "heap-buffer-overflow");
+  constexpr int n_heads = 2;
+  constexpr int64_t hd = 64, tk = 24, width = n_heads * hd;
+  std::vector<float> q(width, 0.1f), k(tk * width, 0.1f), out(width);
+  auto v = std::make_unique<float[]>((tk - 1) * width);
+  const AttentionRows a{q.data(), width, k.data(), width, v.get(), width, out.data(), width, 1, tk};
+  ThreadPool pool(1);
+  EXPECT_DEATH(cpu_attend(pool, a, n_heads, hd, false, 0, nullptr), "heap-buffer-overflow");
 }
 
 // The int8 dot products, whose instruction-set files the sanitizer build compiles without

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked_span.h"
 #include "fake_engine.h"
 #include "serve/base64.h"
 
@@ -18,15 +19,7 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// gcc defines __SANITIZE_ADDRESS__; clang reports it through __has_feature.
-#if defined(__SANITIZE_ADDRESS__)
-#define HARK_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HARK_TEST_ASAN 1
-#endif
-#endif
-#if defined(HARK_TEST_ASAN)
+#if defined(HARK_ADDRESS_SANITIZER)  // core/checked_span.h
 constexpr bool kSanitized = true;  // ASan's quarantine keeps freed memory: RSS is not flat by design
 #else
 constexpr bool kSanitized = false;
