@@ -61,6 +61,7 @@ BatchStats BatchScheduler::stats() const {
   BatchStats s = impl_->stats;
   s.groups_waiting = static_cast<int>(impl_->admission.size());
   s.windows_waiting = static_cast<int>(impl_->encodes.size());
+  s.windows_encoding = impl_->lane_windows;
   s.encoder_lane = impl_->lane_model != nullptr;
   return s;
 }

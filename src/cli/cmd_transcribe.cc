@@ -4,7 +4,14 @@
 // (batch.h, manifest.h).
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +22,7 @@
 
 #include "audio/audio.h"
 #include "cli/batch.h"
+#include "cli/batch_trace.h"
 #include "cli/commands.h"
 #include "cli/compute_type.h"
 #include "cli/manifest.h"
@@ -180,15 +188,36 @@ void run_manifest(TranscribeArgs& a) {
   check_compute_type_for_device(a.engine.compute_type, a.engine.device);
   const auto inputs = shard_entries(read_manifest_file(a.manifest), shard);
   std::unique_ptr<Engine> engine;
+  std::atomic<Engine*> opened = nullptr;  // for the trace's thread
   BatchCallbacks callbacks;
   callbacks.prepare = [&] {
     a.engine.model = engine_model_arg(a.engine.model);
     engine = Engine::open(a.engine);
+    opened = engine.get();
   };
-  callbacks.transcribe = [&](const std::string& file) { return engine->transcribe(decode_audio_file(file), a.options); };
+  WorkerCounts workers;  // for the trace (HARK_BATCH_TRACE_MS)
+  callbacks.transcribe = [&](const std::string& file) {
+    std::vector<float> audio;
+    {
+      const WorkerCounts::In reading(workers.reading);
+      audio = decode_audio_file(file);
+    }
+    const WorkerCounts::In running(workers.running);
+    return engine->transcribe(audio, a.options);
+  };
   callbacks.max_parallel = [&] { return engine->max_concurrent_runs(); };
   callbacks.log = [](const std::string& line) { std::fprintf(stderr, "hark: %s\n", line.c_str()); };
-  BatchSummary summary = run_batch(inputs, options, callbacks);
+  BatchSummary summary;
+  {
+    const BatchTrace trace(
+        [&] {
+          Engine* e = opened.load();
+          return e ? e->batch_stats() : BatchStats{};
+        },
+        workers, callbacks.log);
+    summary = run_batch(inputs, options, callbacks);
+  }
+  if (engine && engine->batch_stats().steps > 0) callbacks.log(batch_stats_line(engine->batch_stats()));
   if (summary.failed > 0) throw CLI::RuntimeError(kExitSomeFilesFailed);
 }
 
