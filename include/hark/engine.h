@@ -45,6 +45,7 @@ struct BatchStats {
   int groups_waiting = 0;    // sequence groups waiting for rows
   int windows_waiting = 0;   // windows waiting for the encoder
   int windows_encoding = 0;  // windows in the encoder lane's call now
+  int calls_waiting = 0;     // other model calls (STFTs on a GPU, word timings) waiting for a turn
   uint64_t steps = 0, rows_stepped = 0;  // decoder steps so far, and the rows they advanced
   // Rows those steps computed: the advanced ones and the free rows among them (a step
   // covers the rows up to the last active one; a recorded step, that span rounded up to 16).

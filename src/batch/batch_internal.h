@@ -19,6 +19,12 @@ namespace hark {
 
 using BatchClock = std::chrono::steady_clock;
 
+// The other model calls (a run's STFT on the GPU, word-timing passes) run between two
+// steps: every one waiting, until this much time has passed. One a turn held a batching GPU
+// engine to one window's STFT per step: ~145 windows a second with 256 files in flight on an
+// H100, most runs queued for their STFT (2026-12-06, docs/benchmarks.md).
+constexpr auto kExclusiveBudget = std::chrono::milliseconds(4);
+
 // Prompt tokens (rows × tokens) prefilled between two steps, and the most one merged
 // prefill pass takes: a long prompt runs alone.
 constexpr int kPrefillRowTokens = 256;
@@ -90,6 +96,7 @@ struct BatchScheduler::Impl {
   WhisperModel& model;
   BatchOptions options;
   int encode_budget = 1;
+  BatchClock::duration exclusive_budget = kExclusiveBudget;  // HARK_EXCLUSIVE_BUDGET_MS overrides
 
   mutable std::mutex mutex;
   std::condition_variable work;  // the scheduler's thread waits here
@@ -130,7 +137,9 @@ struct BatchScheduler::Impl {
   void start_lane();
   void lane_loop();
   std::vector<std::shared_ptr<const AudioContext>> encode_on_lane(std::span<const Tensor> mels, int audio_ctx);
-  bool run_exclusive(std::unique_lock<std::mutex>& lock);
+  bool run_exclusive(std::unique_lock<std::mutex>& lock);  // the oldest waiting call, if any
+  // The calls waiting now, until exclusive_budget has passed (at least one).
+  void run_exclusives(std::unique_lock<std::mutex>& lock);
   // batch_rows.cc
   int capacity() const { return state ? state->batch() : 0; }
   int rows_in_use() const;

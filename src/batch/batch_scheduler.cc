@@ -3,6 +3,9 @@
 // runs' threads make to queue that work.
 #include "batch/batch_internal.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace hark {
 namespace {
 
@@ -35,6 +38,9 @@ BatchScheduler::Impl::Impl(WhisperModel& m, BatchOptions o) : model(m), options(
                   : model.backend().device() == Device::Cpu ? 1
                                                             : 16;
   stats.max_rows = options.max_rows;
+  if (const char* env = std::getenv("HARK_EXCLUSIVE_BUDGET_MS"))  // measurements; 0: one call a turn
+    exclusive_budget = std::chrono::duration_cast<BatchClock::duration>(
+        std::chrono::duration<double, std::milli>(std::max(0.0, std::atof(env))));
 }
 
 BatchScheduler::BatchScheduler(WhisperModel& model, BatchOptions options)
@@ -62,6 +68,7 @@ BatchStats BatchScheduler::stats() const {
   s.groups_waiting = static_cast<int>(impl_->admission.size());
   s.windows_waiting = static_cast<int>(impl_->encodes.size());
   s.windows_encoding = impl_->lane_windows;
+  s.calls_waiting = static_cast<int>(impl_->exclusives.size());
   s.encoder_lane = impl_->lane_model != nullptr;
   return s;
 }
@@ -109,7 +116,7 @@ void BatchScheduler::Impl::loop() {
     reap(lock);
     if (!lane_model)
       for (int calls = encode_room(); calls > 0 && !encodes.empty() && !stopping; --calls) run_encodes(lock, model);
-    run_exclusive(lock);
+    run_exclusives(lock);
     admit(lock);
     // Prompts of newly admitted groups, up to a budget of tokens between two steps.
     for (int tokens = 0; tokens < kPrefillRowTokens && !stopping;) {
@@ -237,6 +244,13 @@ bool BatchScheduler::Impl::run_encodes(std::unique_lock<std::mutex>& lock, Whisp
     batch[i]->wake.notify_all();
   }
   return true;
+}
+
+void BatchScheduler::Impl::run_exclusives(std::unique_lock<std::mutex>& lock) {
+  const auto start = BatchClock::now();
+  size_t left = exclusives.size();  // those waiting now: later ones wait for the next turn
+  while (left-- > 0 && !stopping && run_exclusive(lock))
+    if (BatchClock::now() - start >= exclusive_budget) break;
 }
 
 bool BatchScheduler::Impl::run_exclusive(std::unique_lock<std::mutex>& lock) {

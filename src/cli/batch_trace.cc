@@ -24,9 +24,9 @@ std::string batch_trace_line(double seconds, int reading, int running, const Bat
   char line[512];
   std::snprintf(line, sizeof line,
                 "batch-trace t=%.2f reading=%d running=%d rows=%d capacity=%d groups_waiting=%d "
-                "windows_waiting=%d windows_encoding=%d steps=%llu windows=%llu",
+                "windows_waiting=%d windows_encoding=%d calls_waiting=%d steps=%llu windows=%llu",
                 seconds, reading, running, b.rows_active, b.row_capacity, b.groups_waiting, b.windows_waiting,
-                b.windows_encoding, static_cast<unsigned long long>(b.steps),
+                b.windows_encoding, b.calls_waiting, static_cast<unsigned long long>(b.steps),
                 static_cast<unsigned long long>(b.windows_encoded));
   return line;
 }

@@ -21,7 +21,7 @@ namespace hark::cli {
 std::string batch_stats_line(const BatchStats& stats);
 
 // One trace line: "batch-trace t=… reading=… running=… rows=… capacity=… groups_waiting=…
-// windows_waiting=… windows_encoding=… steps=… windows=…"
+// windows_waiting=… windows_encoding=… calls_waiting=… steps=… windows=…"
 std::string batch_trace_line(double seconds, int reading, int running, const BatchStats& stats);
 
 // Workers in each stage of a manifest run, counted by its transcribe callback.

@@ -34,6 +34,8 @@ void render_batch(std::string& out, const BatchStats& b, Header& header) {
   gauge("hark_batch_sequences_waiting", "Sequence groups waiting for decoder rows.", b.groups_waiting);
   gauge("hark_batch_windows_waiting", "Audio windows waiting for the encoder.", b.windows_waiting);
   gauge("hark_batch_windows_encoding", "Audio windows in the encoder lane's call now.", b.windows_encoding);
+  gauge("hark_batch_calls_waiting", "Other model calls (STFTs on a GPU, word timings) waiting for a turn between steps.",
+        b.calls_waiting);
   counter("hark_batch_steps_total", "Batched decoder steps.", b.steps);
   counter("hark_batch_rows_stepped_total", "Rows advanced by those steps (over steps: the mean batch).", b.rows_stepped);
   counter("hark_batch_rows_computed_total", "Rows those steps computed, free rows within their span included.",

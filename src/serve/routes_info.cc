@@ -10,7 +10,7 @@ namespace {
 
 nlohmann::json batch_json(const BatchStats& b) {
   return {{"max_rows", b.max_rows},           {"rows", b.rows_active},         {"row_capacity", b.row_capacity},
-          {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"windows_encoding", b.windows_encoding}, {"steps", b.steps},
+          {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"windows_encoding", b.windows_encoding}, {"calls_waiting", b.calls_waiting}, {"steps", b.steps},
           {"rows_stepped", b.rows_stepped},   {"rows_computed", b.rows_computed}, {"prefills", b.prefills},
           {"prefill_calls", b.prefill_calls}, {"encoder_calls", b.encoder_calls}, {"windows_encoded", b.windows_encoded}, {"tokens_fed_back", b.tokens_fed_back},
           {"encoder_lane", b.encoder_lane},
@@ -39,7 +39,7 @@ BatchStats Server::Impl::batch_stats() const {
     sum.max_rows = std::max(sum.max_rows, b.max_rows);
     sum.row_capacity += b.row_capacity, sum.rows_active += b.rows_active;
     sum.groups_waiting += b.groups_waiting, sum.windows_waiting += b.windows_waiting;
-    sum.windows_encoding += b.windows_encoding;
+    sum.windows_encoding += b.windows_encoding, sum.calls_waiting += b.calls_waiting;
     sum.steps += b.steps, sum.rows_stepped += b.rows_stepped, sum.prefills += b.prefills;
     sum.prefill_calls += b.prefill_calls;
     sum.rows_computed += b.rows_computed;

@@ -2,7 +2,8 @@
 // in the order it asked, between two windows of the long ones), a cancelled run gives its
 // rows back at the next step while the others finish unchanged, a group larger than the
 // row budget runs alone, runs that cannot share the batch (audio_ctx) run between steps,
-// and misuse of the Inference fails the one group that misused it.
+// and misuse of the Inference fails the one group that misused it; the other model calls
+// waiting at a turn all run in it, not one per step.
 #include <thread>
 
 #include "batch/batch_scheduler.h"
@@ -129,6 +130,45 @@ TEST(BatchScheduler, MisuseFailsOnlyTheGroupThatMisusedIt) {
   cancelled->begin(1);
   EXPECT_THROW(cancelled->step(std::vector<int32_t>{50258}, 1), Error);
   EXPECT_THROW(scheduler.encode(mel, 0, &cancel), Error);
+}
+
+// A batching GPU engine sends every run's STFT here: one call a turn held it to one window
+// a step (docs/benchmarks.md, 2026-12-06). Calls queued while another runs all run at the
+// next turn, with no step between them, while a group keeps stepping.
+TEST(BatchScheduler, CallsWaitingAtATurnAllRunInIt) {
+  BackendOptions bo;
+  bo.threads = 2;
+  WhisperModel model(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
+  BatchScheduler scheduler(model, {4});
+  auto audio = scheduler.encode(Tensor::zeros({model.hparams().n_mels, 3000}), 0, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread stepping([&] {
+    auto group = scheduler.inference(audio, nullptr);
+    group->begin(1);
+    group->step(std::vector<int32_t>{50258, 50259, 50359}, 3);
+    for (int i = 0; i < 5000 && !stop; ++i) group->step(std::vector<int32_t>{440}, 1);
+  });
+  ASSERT_TRUE(eventually([&] { return scheduler.stats().steps > 2; }));
+
+  constexpr int kQueued = 7;
+  std::vector<uint64_t> steps_seen(kQueued, 0);
+  std::atomic<bool> holding{false};
+  std::thread first([&] {
+    // Holds the scheduler's thread until the others are queued behind it.
+    scheduler.run_exclusive([&] {
+      holding = true;
+      eventually([&] { return scheduler.stats().calls_waiting == kQueued; });
+    }, nullptr);
+  });
+  ASSERT_TRUE(eventually([&] { return holding.load(); }));
+  std::vector<std::thread> queued;
+  for (int i = 0; i < kQueued; ++i)
+    queued.emplace_back([&, i] { scheduler.run_exclusive([&] { steps_seen[i] = scheduler.stats().steps; }, nullptr); });
+  for (auto& t : queued) t.join();
+  first.join();
+  stop = true;
+  stepping.join();
+  for (int i = 1; i < kQueued; ++i) EXPECT_EQ(steps_seen[i], steps_seen[0]) << "a step ran between two waiting calls";
 }
 
 }  // namespace

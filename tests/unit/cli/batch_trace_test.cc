@@ -43,11 +43,12 @@ TEST(BatchTraceLine, NamesEveryStage) {
   b.groups_waiting = 1;
   b.windows_waiting = 2;
   b.windows_encoding = 3;
+  b.calls_waiting = 6;
   b.steps = 9;
   b.windows_encoded = 11;
   EXPECT_EQ(batch_trace_line(1.5, 4, 5, b),
             "batch-trace t=1.50 reading=4 running=5 rows=7 capacity=8 groups_waiting=1 windows_waiting=2 "
-            "windows_encoding=3 steps=9 windows=11");
+            "windows_encoding=3 calls_waiting=6 steps=9 windows=11");
 }
 
 TEST(WorkerCounts, CountsAScopeAndLeavesOnAThrow) {

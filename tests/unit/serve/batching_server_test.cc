@@ -125,6 +125,8 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   stats.batch.row_capacity = 16;
   stats.batch.groups_waiting = 3;
   stats.batch.windows_waiting = 2;
+  stats.batch.windows_encoding = 4;
+  stats.batch.calls_waiting = 5;
   stats.batch.steps = 100;
   stats.batch.rows_stepped = 750;
   stats.batch.rows_computed = 900;
@@ -144,6 +146,8 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   EXPECT_EQ(metric(m, "hark_batch_occupancy"), 0.75);
   EXPECT_EQ(metric(m, "hark_batch_sequences_waiting"), 3);
   EXPECT_EQ(metric(m, "hark_batch_windows_waiting"), 2);
+  EXPECT_EQ(metric(m, "hark_batch_windows_encoding"), 4);
+  EXPECT_EQ(metric(m, "hark_batch_calls_waiting"), 5);
   EXPECT_EQ(metric(m, "hark_batch_rows_stepped_total"), 750);
   EXPECT_EQ(metric(m, "hark_batch_rows_computed_total"), 900);
   EXPECT_EQ(metric(m, "hark_batch_tokens_fed_back_total"), 640);
@@ -151,6 +155,8 @@ TEST_F(ServerFixture, MetricsShowTheQueueAndTheBatch) {
   EXPECT_EQ(metric(m, "hark_jobs_running"), 0);
   const json s = json::parse(client().Get("/stats")->body);
   EXPECT_EQ(s["batch"]["rows"], 12);
+  EXPECT_EQ(s["batch"]["windows_encoding"], 4);
+  EXPECT_EQ(s["batch"]["calls_waiting"], 5);
   EXPECT_EQ(s["batch"]["seconds"]["step"], 2.5);
   EXPECT_EQ(s["batch"]["seconds"]["encode"], 0.5);
   EXPECT_EQ(metric(m, "hark_batch_step_seconds_total"), 2.5);
