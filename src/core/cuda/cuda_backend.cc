@@ -41,7 +41,7 @@ void keep_pool_memory(int device_index) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products)
+CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products, bool lane)
     : device_index_(device_index), act_(act_dtype), fp8_products_(fp8_products) {
   if (act_ != DType::F32 && act_ != DType::F16 && act_ != DType::BF16)
     throw Error(ErrorCode::InvalidArgument, std::string("[cuda] unsupported compute type ") + dtype_name(act_));
@@ -64,7 +64,17 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products)
                                                   std::to_string(minor) + ": use --compute-type f16");
   }
   if (fp8_products_) fp8_parts_ = fp8_parts_setting();
-  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  // The main stream outranks a lane's (make_lane): a batching scheduler's decoder steps are
+  // short, memory-bound and on every running sequence's critical path, the lane's encoder
+  // calls long and compute-bound; at equal rank a step's kernels wait behind encoder blocks
+  // for free SMs. A CUDA graph launched into the stream runs at its rank. Alone (no lane)
+  // the rank changes nothing. HARK_CUDA_STREAM_PRIORITY=0: equal ranks (measurements).
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+  const char* rank_env = std::getenv("HARK_CUDA_STREAM_PRIORITY");
+  const bool ranked = !(rank_env && std::string(rank_env) == "0");
+  check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, lane || !ranked ? least : greatest),
+        "cudaStreamCreate");
   keep_pool_memory(device_index);
   check(cublasCreate(&blas_), "cublasCreate");
   check(cublasSetStream(blas_, stream_), "cublasSetStream");

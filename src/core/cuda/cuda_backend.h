@@ -30,7 +30,8 @@ struct GemvNorm;  // kernels.cuh
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device_index, DType act_dtype, bool fp8_products = false);
+  // lane: made by make_lane(), its stream ranks below the main one's.
+  CudaBackend(int device_index, DType act_dtype, bool fp8_products = false, bool lane = false);
   ~CudaBackend() override;
 
   std::string name() const override;

@@ -129,7 +129,7 @@ Tensor CudaBackend::pooled(const Shape& shape, DType dtype, cudaStream_t release
 }
 
 std::unique_ptr<Backend> CudaBackend::make_lane() {
-  auto lane = std::make_unique<CudaBackend>(device_index_, act_, fp8_products_);
+  auto lane = std::make_unique<CudaBackend>(device_index_, act_, fp8_products_, /*lane=*/true);
   lane->consumer_stream_ = stream_;
   return lane;
 }
