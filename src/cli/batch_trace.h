@@ -16,7 +16,7 @@
 
 namespace hark::cli {
 
-// "batch steps=… rows_per_step=… prefills=… encoder_calls=… windows_per_call=… step_sec=…
+// "batch steps=… rows_per_step=… prefills=… prefill_calls=… encoder_calls=… windows_per_call=… step_sec=…
 // gather_sec=… prefill_sec=… encode_sec=… encoder_lane=yes|no"
 std::string batch_stats_line(const BatchStats& stats);
 
