@@ -155,7 +155,10 @@ fi
 # f16), real-length decoding as batching-bench's offline load (one window a file, text
 # only, OFFLINE_TOKENS tokens, default 100; temperature 0 without fallback, language
 # given), OFFLINE_MAX_BATCH rows (default 256) and OFFLINE_ENCODE_BATCH windows per
-# encoder call (default 32). Reports the summary line and audio s/s without the model load.
+# encoder call (default 32). Reports the summary line, audio s/s without the model load, the
+# steady rate (the scheduler's trace every 250 ms, HARK_BATCH_TRACE_MS: windows from the
+# 400th to the last 250, past the batch's first filling and its drain) and the scheduler's
+# counters; the log (offline-parallel-N.log) keeps the trace, without the per-file lines.
 if [[ $mode == offline-bench ]]; then
   section "offline: transcribe --manifest --parallel (large-v3-turbo shape ${OFFLINE_COMPUTE:-f16}, 30 s files, ${OFFLINE_TOKENS:-100} tokens a window)"
   dir=/tmp/hark-offline
@@ -168,12 +171,14 @@ if [[ $mode == offline-bench ]]; then
     [[ $p == 1 ]] && n=${OFFLINE_FILES_ONE:-256}
     ls "$dir"/clips/*.wav | head -n "$n" >"$dir/list-$p.txt"
     t0=$SECONDS
-    timeout 500 "$hark" transcribe --manifest "$dir/list-$p.txt" --output-dir "$dir/out-$p" --no-progress \
+    HARK_BATCH_TRACE_MS=${HARK_BATCH_TRACE_MS:-250} timeout 500 "$hark" transcribe --manifest "$dir/list-$p.txt" \
+      --output-dir "$dir/out-$p" --no-progress \
       --model synthetic:large-v3-turbo --device cuda --compute-type "${OFFLINE_COMPUTE:-f16}" --language en \
       --without-timestamps --sample-len "${OFFLINE_TOKENS:-100}" --temperature 0 --temperature-increment-on-fallback none \
       --parallel "$p" --max-batch "${OFFLINE_MAX_BATCH:-256}" --encode-batch "${OFFLINE_ENCODE_BATCH:-32}" \
-      2>"$OUT/offline-parallel-$p.log" >/dev/null
+      2> >(grep -v '] done ' >"$OUT/offline-parallel-$p.log") >/dev/null
     rc=$?
+    sleep 1  # the log's filter finishes
     line=$(grep -o 'summary .*' "$OUT/offline-parallel-$p.log" | tail -1)
     echo "- --parallel $p, $n files: exit $rc, $((SECONDS - t0)) s; $line" | tee -a "$results"
     python3 - "$line" <<'PY' | tee -a "$results"
@@ -184,7 +189,22 @@ if f:
     print(f"    audio s/s without the model load: {audio / max(1e-9, float(f['wall_sec']) - float(f['load_sec'])):.0f}"
           f" ({audio:.0f} s of audio, load {f['load_sec']} s)")
 PY
-    tail -3 "$OUT/offline-parallel-$p.log" | grep -v summary | sed 's/^/    /' | tee -a "$results"
+    python3 - "$OUT/offline-parallel-$p.log" <<'PY' | tee -a "$results"
+import re, sys
+points = []
+for text in open(sys.argv[1], errors="replace"):
+    if "batch-trace" in text:
+        f = dict(re.findall(r"(\w+)=([0-9.]+)", text))
+        points.append((float(f["t"]), int(f["windows"])))
+if points:
+    last = points[-1][1]
+    inside = [p for p in points if 400 <= p[1] <= last - 250]
+    if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
+        (t0, w0), (t1, w1) = inside[0], inside[-1]
+        rate = (w1 - w0) / (t1 - t0)
+        print(f"    steady: {rate:.1f} windows/s, {30 * rate:.0f} audio s/s (windows {w0}..{w1} over {t1 - t0:.2f} s)")
+PY
+    grep -h 'hark: batch ' "$OUT/offline-parallel-$p.log" | sed 's/^/    /' | tee -a "$results"
   done
   nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader | sed 's/^/    after: /' | tee -a "$results"
   echo "done in $SECONDS s" | tee -a "$results"
