@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "audio/mel.h"
 #include "hark/error.h"
@@ -12,10 +14,13 @@ namespace hark {
 SeekStreamingRun::SeekStreamingRun(SeekLoopContext context, const TranscribeOptions& options, RunHooks hooks)
     : loop_(context, options), mel_(context.model->hparams().n_mels), hooks_(std::move(hooks)), options_(options) {
   // A batching engine's CPU offers no STFT (Backend::log_mel): no trip through its scheduler.
+  // HARK_BATCH_MEL=cpu (measurements): a batching GPU engine's runs compute their STFT on
+  // their own threads instead of as calls between the scheduler's steps.
   Backend& backend = context.model->backend();
+  const char* batch_mel = std::getenv("HARK_BATCH_MEL");
   if (!context.access.exclusive)
     mel_.use_backend(&backend);
-  else if (backend.device() != Device::Cpu)
+  else if (backend.device() != Device::Cpu && !(batch_mel && std::string(batch_mel) == "cpu"))
     mel_.use_backend(&backend, context.access.exclusive);
   // A window waits for its STFT context, and for enough audio after it that the
   // hallucination rule's "near the end of the audio" test cannot change later.
