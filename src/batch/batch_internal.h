@@ -19,12 +19,6 @@ namespace hark {
 
 using BatchClock = std::chrono::steady_clock;
 
-// The other model calls (a run's STFT on the GPU, word-timing passes) run between two
-// steps: every one waiting, until this much time has passed. One a turn held a batching GPU
-// engine to one window's STFT per step: ~145 windows a second with 256 files in flight on an
-// H100, most runs queued for their STFT (2026-12-06, docs/benchmarks.md).
-constexpr auto kExclusiveBudget = std::chrono::milliseconds(4);
-
 // Prompt tokens (rows × tokens) prefilled between two steps, and the most one merged
 // prefill pass takes: a long prompt runs alone.
 constexpr int kPrefillRowTokens = 256;
@@ -96,7 +90,7 @@ struct BatchScheduler::Impl {
   WhisperModel& model;
   BatchOptions options;
   int encode_budget = 1;
-  BatchClock::duration exclusive_budget = kExclusiveBudget;  // HARK_EXCLUSIVE_BUDGET_MS overrides
+  BatchClock::duration exclusive_budget{};  // options.exclusive_budget_ms, or HARK_EXCLUSIVE_BUDGET_MS
 
   mutable std::mutex mutex;
   std::condition_variable work;  // the scheduler's thread waits here

@@ -38,9 +38,10 @@ BatchScheduler::Impl::Impl(WhisperModel& m, BatchOptions o) : model(m), options(
                   : model.backend().device() == Device::Cpu ? 1
                                                             : 16;
   stats.max_rows = options.max_rows;
-  if (const char* env = std::getenv("HARK_EXCLUSIVE_BUDGET_MS"))  // measurements; 0: one call a turn
-    exclusive_budget = std::chrono::duration_cast<BatchClock::duration>(
-        std::chrono::duration<double, std::milli>(std::max(0.0, std::atof(env))));
+  double budget_ms = std::max(0.0, options.exclusive_budget_ms);
+  if (const char* env = std::getenv("HARK_EXCLUSIVE_BUDGET_MS")) budget_ms = std::max(0.0, std::atof(env));
+  exclusive_budget =
+      std::chrono::duration_cast<BatchClock::duration>(std::chrono::duration<double, std::milli>(budget_ms));
 }
 
 BatchScheduler::BatchScheduler(WhisperModel& model, BatchOptions options)

@@ -47,6 +47,13 @@ struct BatchOptions {
   int max_encode_windows = 0;   // windows per encoder call; 0: 1 on the CPU (exact), 16 on a GPU
   double gather_ms = 4;         // how long a step waits for the other groups' next tokens
   EncoderLane encoder_lane = EncoderLane::Auto;
+  // The other model calls (a run's STFT on a GPU, word-timing passes) run between two
+  // steps: every one waiting when a turn begins, until this much time has passed (at least
+  // one a turn). One a turn held a batching GPU engine to one window's STFT per step: ~145
+  // windows a second with 256 files in flight on an H100, most runs queued for their STFT
+  // (2026-12-06, docs/benchmarks.md). HARK_EXCLUSIVE_BUDGET_MS overrides it (measurements;
+  // 0: one a turn).
+  double exclusive_budget_ms = 4;
 };
 
 class BatchScheduler {

@@ -139,14 +139,20 @@ TEST(BatchScheduler, CallsWaitingAtATurnAllRunInIt) {
   BackendOptions bo;
   bo.threads = 2;
   WhisperModel model(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
-  BatchScheduler scheduler(model, {4});
+  BatchOptions options;
+  options.max_rows = 4;
+  // The rule under test, not the time budget: a descheduled thread on a loaded machine
+  // must not end the turn early.
+  options.exclusive_budget_ms = 600000;
+  BatchScheduler scheduler(model, options);
   auto audio = scheduler.encode(Tensor::zeros({model.hparams().n_mels, 3000}), 0, nullptr);
   std::atomic<bool> stop{false};
   std::thread stepping([&] {
     auto group = scheduler.inference(audio, nullptr);
     group->begin(1);
     group->step(std::vector<int32_t>{50258, 50259, 50359}, 3);
-    for (int i = 0; i < 5000 && !stop; ++i) group->step(std::vector<int32_t>{440}, 1);
+    // Within the model's 448 positions; the calls below are queued within a few steps.
+    for (int i = 0; i < 400 && !stop; ++i) group->step(std::vector<int32_t>{440}, 1);
   });
   ASSERT_TRUE(eventually([&] { return scheduler.stats().steps > 2; }));
 
