@@ -5,13 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <cstdlib>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -217,7 +211,10 @@ void run_manifest(TranscribeArgs& a) {
         workers, callbacks.log);
     summary = run_batch(inputs, options, callbacks);
   }
-  if (engine && engine->batch_stats().steps > 0) callbacks.log(batch_stats_line(engine->batch_stats()));
+  if (engine) {
+    const BatchStats stats = engine->batch_stats();
+    if (stats.steps > 0) callbacks.log(batch_stats_line(stats));
+  }
   if (summary.failed > 0) throw CLI::RuntimeError(kExitSomeFilesFailed);
 }
 
