@@ -91,6 +91,7 @@ struct BatchScheduler::Impl {
   BatchOptions options;
   int encode_budget = 1;
   BatchClock::duration exclusive_budget{};  // options.exclusive_budget_ms, or HARK_EXCLUSIVE_BUDGET_MS
+  bool one_prefill_per_call = false;       // HARK_BATCH_PREFILL=each (run_prefill)
 
   mutable std::mutex mutex;
   std::condition_variable work;  // the scheduler's thread waits here
@@ -143,7 +144,7 @@ struct BatchScheduler::Impl {
   int find_free_run(int rows) const;
   void release_rows(SequenceGroup& g);
   void maybe_shrink();
-  int run_prefill(std::unique_lock<std::mutex>& lock);  // tokens prefilled (0: none waiting)
+  int run_prefill(std::unique_lock<std::mutex>& lock);  // row-tokens prefilled (0: none waiting)
   bool run_step(std::unique_lock<std::mutex>& lock);
   void apply_reorder(SequenceGroup& g);
   void finish_call(SequenceGroup& g, std::exception_ptr error = nullptr);

@@ -143,35 +143,40 @@ void BatchScheduler::Impl::apply_reorder(SequenceGroup& g) {
   model.reorder_rows(*state, g.first, source);
 }
 
-// The oldest waiting prompt, n tokens on the group's own rows, between two steps of the
-// batch, together with the waiting prompts of the same length on the rows next to it
-// (groups admitted together sit side by side): one decoder pass for all of them, where each
-// pass of a few rows costs about as much as a step. Rows are computed independently, so each
-// group gets the logits it would get alone — bit for bit on the CPU, whose products are
-// row-exact up to 32 rows (the merged pass stays within them there), and on a GPU up to the
-// products' rounding at another row count (the fast path's rule).
+// The waiting prompts, oldest first, n tokens each on the group's own rows, between two
+// steps of the batch, up to kPrefillRowTokens row-tokens (at least one prompt). Each
+// prompt's pass takes the waiting prompts of the same length on the rows next to it
+// (groups admitted together sit side by side), where each pass of a few rows costs about
+// as much as a step; the passes are queued together and waited for once
+// (WhisperModel::decode_row_prompts), or one at a time with HARK_BATCH_PREFILL=each (a
+// measurement switch). Rows are computed independently, so each group gets the logits it
+// would get alone — bit for bit on the CPU, whose products are row-exact up to 32 rows (a
+// merged pass stays within them there), and on a GPU up to the products' rounding at
+// another row count (the fast path's rule).
 int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
-  std::shared_ptr<SequenceGroup> g;
-  uint64_t oldest = 0;
-  for (const auto& candidate : groups)
-    if (candidate->first >= 0 && pending(*candidate, SequenceGroup::Call::Prefill) &&
-        (!g || candidate->ticket < oldest)) {
-      g = candidate;
-      oldest = candidate->ticket;
-    }
-  if (!g) return 0;
-  std::deque<std::shared_ptr<SequenceGroup>> run{g};
   const int limit = model.backend().device() == Device::Cpu ? kCpuExactRows : kPrefillRowTokens;
-  if (g->rows * g->n_new < limit) {
-    auto joins = [&](const SequenceGroup& c) {
-      return c.first >= 0 && pending(c, SequenceGroup::Call::Prefill) && c.n_new == g->n_new &&
-             c.also_position == g->also_position;
-    };
+  std::vector<std::deque<std::shared_ptr<SequenceGroup>>> passes;
+  std::vector<const SequenceGroup*> taken;
+  auto is_taken = [&](const SequenceGroup& c) { return std::find(taken.begin(), taken.end(), &c) != taken.end(); };
+  auto waiting = [&](const SequenceGroup& c) {
+    return c.first >= 0 && pending(c, SequenceGroup::Call::Prefill) && !is_taken(c);
+  };
+  int turn_tokens = 0;
+  while (passes.empty() || (!one_prefill_per_call && turn_tokens < kPrefillRowTokens)) {
+    std::shared_ptr<SequenceGroup> g;
+    for (const auto& candidate : groups)
+      if (waiting(*candidate) && (!g || candidate->ticket < g->ticket)) g = candidate;
+    if (!g) break;
+    if (!passes.empty() && turn_tokens + g->rows * g->n_new > kPrefillRowTokens) break;
+    std::deque<std::shared_ptr<SequenceGroup>> run{g};
+    taken.push_back(g.get());
     int row_tokens = g->rows * g->n_new;
-    for (bool grew = true; grew;) {
+    for (bool grew = row_tokens < limit; grew;) {
       grew = false;
       for (const auto& c : groups) {
-        if (!joins(*c) || row_tokens + c->rows * c->n_new > limit) continue;
+        if (!waiting(*c) || c->n_new != g->n_new || c->also_position != g->also_position ||
+            row_tokens + c->rows * c->n_new > limit)
+          continue;
         if (c->first + c->rows == run.front()->first) {  // ends just before the run
           run.push_front(c);
         } else if (c->first == run.back()->first + run.back()->rows) {  // starts just after it
@@ -179,49 +184,64 @@ int BatchScheduler::Impl::run_prefill(std::unique_lock<std::mutex>& lock) {
         } else {
           continue;
         }
+        taken.push_back(c.get());
         row_tokens += c->rows * c->n_new;
         grew = true;
       }
     }
+    turn_tokens += row_tokens;
+    passes.push_back(std::move(run));
   }
-  const int first = run.front()->first, n_new = g->n_new, also = g->also_position;
-  int count = 0;
-  std::vector<int32_t> tokens;
-  for (const auto& m : run) {
-    count += m->rows;
-    tokens.insert(tokens.end(), m->tokens.begin(), m->tokens.end());
+  if (passes.empty()) return 0;
+  std::vector<std::vector<int32_t>> tokens(passes.size());
+  std::vector<WhisperModel::RowPrompt> prompts(passes.size());
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const SequenceGroup& head = *passes[i].front();
+    WhisperModel::RowPrompt& p = prompts[i];
+    p.first = head.first;
+    p.n_new = head.n_new;
+    p.also_position = head.also_position;
+    for (const auto& m : passes[i]) {
+      p.count += m->rows;
+      tokens[i].insert(tokens[i].end(), m->tokens.begin(), m->tokens.end());
+    }
+    p.tokens = tokens[i];
   }
   std::exception_ptr error;
-  Tensor logits;
+  std::vector<Tensor> logits;
   const auto start = BatchClock::now();
   lock.unlock();
   try {
-    for (const auto& m : run) apply_reorder(*m);
-    logits = model.decode_rows(*state, first, count, tokens, n_new, also);
+    for (const auto& run : passes)
+      for (const auto& m : run) apply_reorder(*m);
+    logits = model.decode_row_prompts(*state, prompts);
   } catch (...) {
     error = std::current_exception();
   }
   lock.lock();
   stats.prefill_seconds += std::chrono::duration<double>(BatchClock::now() - start).count();
-  ++stats.prefill_calls;
-  // decode_rows answers [count, vocab], or with a second position [2·count, vocab], that
+  stats.prefill_calls += passes.size();
+  // Each pass answers [count, vocab], or with a second position [2·count, vocab], that
   // position's rows first: each group takes its rows of each half.
-  const int64_t vocab = error ? 0 : logits.dim(1);
-  int offset = 0;
-  for (const auto& m : run) {
-    ++stats.prefills;
-    if (!error) {
-      const float* all = logits.data<float>();
-      m->logits.clear();
-      for (int half = 0; half < (also >= 0 ? 2 : 1); ++half) {
-        const float* from = all + (static_cast<int64_t>(half) * count + offset) * vocab;
-        m->logits.insert(m->logits.end(), from, from + m->rows * vocab);
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const int count = prompts[i].count, also = prompts[i].also_position;
+    const int64_t vocab = error ? 0 : logits[i].dim(1);
+    int offset = 0;
+    for (const auto& m : passes[i]) {
+      ++stats.prefills;
+      if (!error) {
+        const float* all = logits[i].data<float>();
+        m->logits.clear();
+        for (int half = 0; half < (also >= 0 ? 2 : 1); ++half) {
+          const float* from = all + (static_cast<int64_t>(half) * count + offset) * vocab;
+          m->logits.insert(m->logits.end(), from, from + m->rows * vocab);
+        }
       }
+      offset += m->rows;
+      finish_call(*m, error);
     }
-    offset += m->rows;
-    finish_call(*m, error);
   }
-  return std::max(1, count * n_new);
+  return std::max(1, turn_tokens);
 }
 
 // The batched step. Waits up to gather_ms for every admitted group to hand in its next
@@ -276,7 +296,9 @@ bool BatchScheduler::Impl::run_step(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   try {
     for (const auto& g : stepping) apply_reorder(*g);
-    computed = model.step_rows(*state, tokens, active);
+    // Every group choosing on the device: the selection's wait covers the step's too.
+    const bool all_select = std::all_of(stepping.begin(), stepping.end(), [](const auto& g) { return g->select; });
+    computed = model.step_rows(*state, tokens, active, !all_select);
     for (const auto& g : stepping)
       if (!g->select) g->logits = model.slot_logits(*state, g->first, g->rows).to_vector();
     // Groups choosing next to the logits: one selection per distinct rule set and width.

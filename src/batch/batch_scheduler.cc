@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace hark {
 namespace {
@@ -42,6 +43,7 @@ BatchScheduler::Impl::Impl(WhisperModel& m, BatchOptions o) : model(m), options(
   if (const char* env = std::getenv("HARK_EXCLUSIVE_BUDGET_MS")) budget_ms = std::max(0.0, std::atof(env));
   exclusive_budget =
       std::chrono::duration_cast<BatchClock::duration>(std::chrono::duration<double, std::milli>(budget_ms));
+  if (const char* env = std::getenv("HARK_BATCH_PREFILL")) one_prefill_per_call = std::string(env) == "each";
 }
 
 BatchScheduler::BatchScheduler(WhisperModel& model, BatchOptions options)

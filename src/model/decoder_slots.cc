@@ -120,7 +120,59 @@ Tensor WhisperModel::decode_rows(DecoderState& state, int first, int count, std:
   return result;
 }
 
-int WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active) {
+std::vector<Tensor> WhisperModel::decode_row_prompts(DecoderState& state, std::span<const RowPrompt> prompts) {
+  std::vector<uint8_t> taken(state.batch(), 0);
+  for (const RowPrompt& p : prompts) {
+    check_run(state, p.first, p.count);
+    validate_step(state, p.tokens, p.n_new, p.first, p.count);
+    if (p.also_position >= p.n_new - 1)
+      throw Error(ErrorCode::InvalidArgument, "[decoder] the second position must come before the last");
+    for (int r = p.first; r < p.first + p.count; ++r) {
+      if (taken[r]) throw Error(ErrorCode::InvalidArgument, "[decoder] row " + std::to_string(r) + " is in two prompts");
+      taken[r] = 1;
+    }
+  }
+  DecoderBuffers& buf = *state.buffers_;
+  const int64_t input_room = buf.host_inputs.numel(), logit_room = buf.host_logits.dim(0);
+  std::vector<Tensor> out(prompts.size());
+  struct Queued {
+    size_t prompt;
+    int64_t row, rows;
+  };
+  std::vector<Queued> queued;
+  int64_t inputs_used = 0, logits_used = 0;
+  auto collect = [&] {
+    if (queued.empty()) return;
+    backend_->synchronize();
+    for (const Queued& q : queued) out[q.prompt] = buf.host_logits.rows(q.row, q.row + q.rows).clone();
+    queued.clear();
+    inputs_used = logits_used = 0;
+  };
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const RowPrompt& p = prompts[i];
+    const int64_t n_inputs = 2LL * p.count + static_cast<int64_t>(p.count) * p.n_new;
+    const int64_t n_logits = (p.also_position >= 0 ? 2LL : 1LL) * p.count;
+    // The buffers hold a whole state's step: a turn's prompts fit in one or two waits.
+    if (inputs_used + n_inputs > input_room || logits_used + n_logits > logit_room) collect();
+    if (n_logits > logit_room) {  // a prompt wider than the buffer (a group with most of a small state's rows)
+      out[i] = decode_rows(state, p.first, p.count, p.tokens, p.n_new, p.also_position);
+      continue;
+    }
+    stage_inputs(state, p.tokens, p.first, p.count, inputs_used);
+    Tensor logits = decoder_forward(state, p.n_new, false, nullptr, p.first, p.count, true, p.also_position, inputs_used);
+    Tensor host = buf.host_logits.rows(logits_used, logits_used + n_logits);
+    backend_->copy_async(logits, host);
+    for (int r = p.first; r < p.first + p.count; ++r) state.lengths_[r] += p.n_new;
+    queued.push_back({i, logits_used, n_logits});
+    inputs_used += n_inputs;
+    logits_used += n_logits;
+  }
+  collect();
+  return out;
+}
+
+int WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active,
+                            bool wait) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
   const int rows = state.batch();
@@ -162,7 +214,7 @@ int WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> tokens
       Tensor logits = decoder_forward(state, 1, false, nullptr);
       be.copy_async(logits, buf.step_logits);
     });
-    be.synchronize();
+    if (wait) be.synchronize();
   } else if (recorded) {
     const uint64_t key = DecoderBuffers::kSlotSpanKey + static_cast<uint64_t>(span / DecoderBuffers::kSlotSpanStep);
     be.replay(buf.id << 8 | key, [&] {
@@ -170,12 +222,12 @@ int WhisperModel::step_rows(DecoderState& state, std::span<const int32_t> tokens
       Tensor dst = buf.step_logits.rows(0, span);
       be.copy_async(logits, dst);
     });
-    be.synchronize();
+    if (wait) be.synchronize();
   } else {
     Tensor logits = decoder_forward(state, 1, false, nullptr, 0, span);
     Tensor dst = buf.step_logits.rows(0, span);
     be.copy_async(logits, dst);
-    be.synchronize();
+    if (wait) be.synchronize();
   }
   for (int r = 0; r < span; ++r)
     if (active[r]) state.lengths_[r] += 1;

@@ -73,9 +73,10 @@ void WhisperModel::validate_step(const DecoderState& state, std::span<const int3
                                                   " outside the vocabulary of " + std::to_string(hp.n_vocab));
 }
 
-void WhisperModel::stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first, int count) {
+void WhisperModel::stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first, int count,
+                                int64_t input_offset) {
   if (count < 0) count = state.batch();
-  int32_t* in = state.buffers_->host_inputs.data<int32_t>();
+  int32_t* in = state.buffers_->host_inputs.data<int32_t>() + input_offset;
   std::copy_n(state.lengths_.begin() + first, count, in);
   std::copy_n(state.row_window_.begin() + first, count, in + count);
   std::copy(tokens.begin(), tokens.end(), in + 2 * count);
@@ -126,8 +127,9 @@ Tensor WhisperModel::replayed_logits(DecoderState& state, uint64_t key, int n_ne
 
 Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_positions,
                                      CrossAttentionCapture* capture, int first, int count, bool stage,
-                                     int also_position) {
-  Tensor hidden = decoder_hidden(state, n_new, all_positions, capture, first, count, stage, also_position);
+                                     int also_position, int64_t input_offset) {
+  Tensor hidden =
+      decoder_hidden(state, n_new, all_positions, capture, first, count, stage, also_position, input_offset);
   // Logits use the token embedding as the output projection (tied weights), in fp32.
   return ops::norm_linear(*backend_, hidden, *layers_.decoder_ln.weight, *layers_.decoder_ln.bias,
                           *layers_.token_embedding, nullptr, Epilogue::None, DType::F32);
@@ -135,7 +137,7 @@ Tensor WhisperModel::decoder_forward(DecoderState& state, int n_new, bool all_po
 
 Tensor WhisperModel::decoder_hidden(DecoderState& state, int n_new, bool all_positions,
                                     CrossAttentionCapture* capture, int first, int count, bool stage,
-                                    int also_position) {
+                                    int also_position, int64_t input_offset) {
   const HParams& hp = hparams();
   Backend& be = *backend_;
   DecoderBuffers& buf = *state.buffers_;
@@ -149,7 +151,8 @@ Tensor WhisperModel::decoder_hidden(DecoderState& state, int n_new, bool all_pos
   };
   const std::span<const int32_t> row_window_host =
       std::span<const int32_t>(state.row_window_).subspan(static_cast<size_t>(first), static_cast<size_t>(batch));
-  Tensor staged = buf.host_inputs.rows(0, n_inputs), inputs = buf.inputs.rows(0, n_inputs);
+  Tensor staged = buf.host_inputs.rows(input_offset, input_offset + n_inputs);
+  Tensor inputs = buf.inputs.rows(input_offset, input_offset + n_inputs);
   if (stage) be.copy_async(staged, inputs);
   const Tensor lengths = inputs.rows(0, batch), row_window = inputs.rows(batch, 2 * batch);
   const Tensor ids = inputs.rows(2 * batch, n_inputs);

@@ -155,11 +155,26 @@ class WhisperModel {
   // decode_two_positions for a group's prompt).
   Tensor decode_rows(DecoderState& state, int first, int count, std::span<const int32_t> tokens, int n_new,
                      int also_position = -1);
+  // decode_rows for several groups' prompts, each on its own run of rows (the runs must not
+  // share a row): every pass is queued before one wait for all their logits. A wait per
+  // pass costs a round trip behind whatever else the device is running (the encoder lane's
+  // windows), and between steps the scheduler's thread is the batch's critical path.
+  // Each prompt's rows get exactly the numbers decode_rows gives them.
+  struct RowPrompt {
+    int first = 0, count = 0;
+    std::span<const int32_t> tokens;
+    int n_new = 0;
+    int also_position = -1;
+  };
+  std::vector<Tensor> decode_row_prompts(DecoderState& state, std::span<const RowPrompt> prompts);
   // One token for every row whose `active` flag is set (tokens[r]; the others keep their
   // sequence as it is). The logits stay on the device in the state; read them with
   // slot_logits() and select_rows().
   // Returns the rows computed: up to the last active one, rounded as recorded steps are.
-  int step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active);
+  // wait = false: returns once the step is queued (a select_rows or slot_logits after it
+  // waits for it anyway; one wait less behind the device's other work).
+  int step_rows(DecoderState& state, std::span<const int32_t> tokens, std::span<const uint8_t> active,
+                bool wait = true);
   // The last step's logits of rows [first, first + count), [count, n_vocab] on the host.
   Tensor slot_logits(DecoderState& state, int first, int count);
   // The last step's k best tokens of the listed rows after the filters of `rules`
@@ -194,18 +209,23 @@ class WhisperModel {
   // stage = false: the inputs are already on the device (fed back by select_and_feed).
   // also_position ≥ 0 (with n_new > 1, not all_positions): the logits of every row at that
   // position come first, [2·batch, n_vocab] — the no-speech position of a window's prompt.
+  // input_offset: where in the state's input buffers this pass's inputs sit (several
+  // passes queued before one wait each stage their own; decode_row_prompts).
   Tensor decoder_forward(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture,
-                         int first = 0, int count = -1, bool stage = true, int also_position = -1);
+                         int first = 0, int count = -1, bool stage = true, int also_position = -1,
+                         int64_t input_offset = 0);
   // decoder_forward without the final norm and logits: the rows they would read.
   Tensor decoder_hidden(DecoderState& state, int n_new, bool all_positions, CrossAttentionCapture* capture,
-                        int first = 0, int count = -1, bool stage = true, int also_position = -1);
+                        int first = 0, int count = -1, bool stage = true, int also_position = -1,
+                        int64_t input_offset = 0);
   // decoder_forward recorded under `key` (a step or a short prompt), its logits through the
   // state's page-locked buffer: [batch, n_vocab], or [2·batch, n_vocab] with also_position.
   Tensor replayed_logits(DecoderState& state, uint64_t key, int n_new, int also_position);
   // Rows [first, first + count) take n_new tokens each (count < 0: every row from first).
   void validate_step(const DecoderState& state, std::span<const int32_t> tokens, int n_new, int first = 0,
                      int count = -1) const;
-  void stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first = 0, int count = -1);
+  void stage_inputs(DecoderState& state, std::span<const int32_t> tokens, int first = 0, int count = -1,
+                    int64_t input_offset = 0);
   // A selection's spec (rules and one summary per row) written to the state's host buffer,
   // and the device and host views of its choices for those rows, k each.
   struct ChoiceBuffers {

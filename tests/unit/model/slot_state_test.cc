@@ -136,6 +136,67 @@ TEST(SlotState, OnePrefillOverNeighbouringGroupsEqualsEachGroupAlone) {
   }
 }
 
+// Prompts on scattered runs of rows, queued together and waited for once
+// (decode_row_prompts, the scheduler's prefills of a turn): each gets exactly what
+// decode_rows gives it alone, also when the prompts fill the state's logits buffer (a
+// wait in the middle) and when one prompt is wider than that buffer (decoded on its own).
+TEST(SlotState, PromptsOnScatteredRunsInOneWaitEqualEachAlone) {
+  auto model = narrow_model();
+  struct Part {
+    int first, rows;
+    std::vector<int32_t> prompt;
+    int also;
+  };
+  // 4 + 2 + 2 + 2 logits rows: the state's 8-row buffer waits once midway.
+  const std::vector<Part> parts = {{0, 2, {50258, 50259, 50359}, 0},
+                                   {3, 1, {50258, 50260, 50359, 50363}, 1},
+                                   {5, 2, {50258, 50261}, -1},
+                                   {7, 1, {50258, 50262, 50359}, 0}};
+  auto slots = model->new_slot_state(8, 8, window(*model, 0.0f)->frames());
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<WhisperModel::RowPrompt> prompts;
+  for (const Part& p : parts) {
+    auto audio = window(*model, 0.3f * p.first);
+    model->load_window(*slots, p.first, *audio);
+    model->start_rows(*slots, p.first, p.rows, p.first);
+    tokens.emplace_back();
+    for (int r = 0; r < p.rows; ++r) tokens.back().insert(tokens.back().end(), p.prompt.begin(), p.prompt.end());
+  }
+  for (size_t i = 0; i < parts.size(); ++i)
+    prompts.push_back({parts[i].first, parts[i].rows, tokens[i], static_cast<int>(parts[i].prompt.size()), parts[i].also});
+  // Overlapping runs are refused before anything runs.
+  std::vector<WhisperModel::RowPrompt> overlapping = {prompts[0], {1, 1, std::span(tokens[0]).first(3), 3, 0}};
+  EXPECT_THROW(model->decode_row_prompts(*slots, overlapping), Error);
+  EXPECT_EQ(slots->length(0), 0);
+  std::vector<Tensor> got = model->decode_row_prompts(*slots, prompts);
+  ASSERT_EQ(got.size(), parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Part& p = parts[i];
+    auto alone = model->new_slot_state(p.rows, 1, window(*model, 0.0f)->frames());
+    model->load_window(*alone, 0, *window(*model, 0.3f * p.first));
+    model->start_rows(*alone, 0, p.rows, 0);
+    Tensor want = model->decode_rows(*alone, 0, p.rows, tokens[i], static_cast<int>(p.prompt.size()), p.also);
+    ASSERT_EQ(got[i].dim(0), want.dim(0));
+    for (int64_t r = 0; r < want.dim(0); ++r) expect_same_rows(got[i], r, want, r, "prompt in a shared wait");
+    EXPECT_EQ(slots->length(p.first), static_cast<int>(p.prompt.size()));
+  }
+  // A prompt wider than the logits buffer of a small state, after one that fits.
+  auto small = model->new_slot_state(3, 3, window(*model, 0.0f)->frames());
+  auto audio = window(*model, 0.7f);
+  model->load_window(*small, 0, *audio);
+  model->start_rows(*small, 0, 2, 0);
+  model->start_rows(*small, 2, 1, 0);
+  const std::vector<int32_t> two_rows = {50258, 50259, 50359, 50258, 50259, 50359};
+  const std::vector<WhisperModel::RowPrompt> mixed = {{2, 1, std::span(two_rows).first(3), 3, -1}, {0, 2, two_rows, 3, 0}};
+  std::vector<Tensor> out = model->decode_row_prompts(*small, mixed);
+  auto alone = model->new_slot_state(2, 1, audio->frames());
+  model->load_window(*alone, 0, *audio);
+  model->start_rows(*alone, 0, 2, 0);
+  Tensor want = model->decode_rows(*alone, 0, 2, two_rows, 3, 0);
+  ASSERT_EQ(out[1].dim(0), 4);
+  for (int r = 0; r < 4; ++r) expect_same_rows(out[1], r, want, r, "prompt wider than the buffer");
+}
+
 TEST(SlotState, FreedRowsAndWindowsAreReusedByNewGroups) {
   auto model = narrow_model();
   auto a = window(*model, 0.3f), b = window(*model, 0.9f);
