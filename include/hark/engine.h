@@ -53,6 +53,8 @@ struct BatchStats {
   // Prompts prefilled, and the decoder passes that ran them (on a GPU, the waiting prompts
   // of the same length on neighbouring rows share one pass).
   uint64_t prefills = 0, prefill_calls = 0;
+  // Of those prompts, the short ones fed through the steps a token a step (GPU fast path).
+  uint64_t prompts_stepped = 0;
   uint64_t encoder_calls = 0, windows_encoded = 0;
   // Tokens of greedy runs that the scheduler handed over and fed back itself (the GPU fast
   // path), without waking the run's thread between steps.

@@ -13,7 +13,9 @@
 #     toy:   the bundled model alone (its fast-path tests, batching tests, hark transcribe and
 #            serve, bench toy_f16; TOY_TESTS the test filter, TOY_COMPUTES the bench's compute
 #            types, default f16): the 46 MB checkpoint and the bundle fill the carry
-#            limit, so this call carries only what it reads (scripts/device/slim-tree.sh toy)
+#            limit, so this call carries only what it reads (scripts/device/slim-tree.sh toy;
+#            where even that is over the limit, MODEL_XZ=1 slim-tree.sh toy and carry
+#            .device-carry/model.safetensors.xz too: unpacked below)
 #     (the bundled model travels only with slim-tree.sh toy; batching and multi-gpu read it
 #      too: carry as for toy, and pass SOURCE_CLIP=tests/data/toy-eval/en-multi-07.wav to the
 #      server benchmarks, whose default clip that carry leaves out)
@@ -59,6 +61,13 @@ if [[ ! -x $bundle/bin/hark ]]; then
   mkdir -p /tmp/hark-bundle
   python3 -c "import tarfile; tarfile.open('.device-carry/bundle.tar.xz').extractall('/tmp/hark-bundle')" ||
     { echo "no bundle: run scripts/device/bundle.sh here first and carry .device-carry/bundle.tar.xz"; exit 1; }
+fi
+# The bundled model carried compressed (slim-tree.sh toy with MODEL_XZ=1, when the bundle
+# and the model do not fit the carry limit side by side).
+toy_weights=models/hark-toy-speech/model.safetensors
+if [[ ! -f $toy_weights && -f .device-carry/model.safetensors.xz ]]; then
+  python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+    .device-carry/model.safetensors.xz "$toy_weights" || { echo "could not unpack the bundled model"; exit 1; }
 fi
 # The binaries find test data and assets in the tree they were built from (/work/main, or
 # the worktree bundle.sh ran in, which the bundle names in source_dir).

@@ -130,6 +130,7 @@ class BatchedInference : public Inference {
     g.tokens.assign(tokens.begin(), tokens.end());
     g.n_new = n_new;
     g.also_position = also_position;
+    g.prompt_fed = 0;
     g.select = false;
     s_.call(g, lock);
     return std::move(g.logits);

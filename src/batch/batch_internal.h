@@ -25,6 +25,11 @@ constexpr int kPrefillRowTokens = 256;
 // The CPU backend's products give each row the same bits whatever the other rows up to
 // this many (kRowExactMaxRows in core/cpu/gemv_half.h); merged prefills stay within it.
 constexpr int kCpuExactRows = 32;
+// On the fast path a prompt of at most this many tokens (a window's start without a text
+// prompt: start of transcript, language, task, maybe no-timestamps) is fed through the
+// batched steps, a token a step, instead of a prefill pass of its own (run_step;
+// BatchOptions::prompt_step_tokens).
+constexpr int kPromptStepTokens = 4;
 
 // The rows of one DecodingTask (greedy: 1, best-of or beams: n) between its begin() and
 // its end, and the one call its thread is waiting on.
@@ -44,6 +49,7 @@ struct SequenceGroup {
   std::vector<int32_t> tokens;
   int n_new = 0;
   int also_position = -1;  // a prefill's second position (Inference::step_two_positions)
+  int prompt_fed = 0;      // a prompt fed through the steps: its tokens fed so far
   bool select = false;  // choose next to the logits (the GPU fast path)
   SelectionRules rules;
   std::vector<SampledSummary> summaries;
@@ -92,6 +98,7 @@ struct BatchScheduler::Impl {
   int encode_budget = 1;
   BatchClock::duration exclusive_budget{};  // options.exclusive_budget_ms, or HARK_EXCLUSIVE_BUDGET_MS
   bool one_prefill_per_call = false;       // HARK_BATCH_PREFILL=each (run_prefill)
+  int prompt_step_tokens = 0;              // prompts this short go through the steps (0: none)
 
   mutable std::mutex mutex;
   std::condition_variable work;  // the scheduler's thread waits here
@@ -145,6 +152,8 @@ struct BatchScheduler::Impl {
   void release_rows(SequenceGroup& g);
   void maybe_shrink();
   int run_prefill(std::unique_lock<std::mutex>& lock);  // row-tokens prefilled (0: none waiting)
+  // A waiting prompt that the steps feed, a token a step (prompt_step_tokens).
+  bool prompt_by_steps(const SequenceGroup& g) const;
   bool run_step(std::unique_lock<std::mutex>& lock);
   void apply_reorder(SequenceGroup& g);
   void finish_call(SequenceGroup& g, std::exception_ptr error = nullptr);

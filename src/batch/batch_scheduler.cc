@@ -43,7 +43,13 @@ BatchScheduler::Impl::Impl(WhisperModel& m, BatchOptions o) : model(m), options(
   if (const char* env = std::getenv("HARK_EXCLUSIVE_BUDGET_MS")) budget_ms = std::max(0.0, std::atof(env));
   exclusive_budget =
       std::chrono::duration_cast<BatchClock::duration>(std::chrono::duration<double, std::milli>(budget_ms));
-  if (const char* env = std::getenv("HARK_BATCH_PREFILL")) one_prefill_per_call = std::string(env) == "each";
+  const char* prefill = std::getenv("HARK_BATCH_PREFILL");
+  one_prefill_per_call = prefill && std::string(prefill) == "each";
+  // Auto: only on the fast path, where a pass's rounding already depends on its row count.
+  // The fp32 paths keep the prompt in one pass, as alone (bit for bit on the CPU).
+  const bool fast = model.backend().device() != Device::Cpu && model.backend().act_dtype() != DType::F32;
+  prompt_step_tokens = options.prompt_step_tokens >= 0 ? options.prompt_step_tokens : fast ? kPromptStepTokens : 0;
+  if (prefill && std::string(prefill) == "passes") prompt_step_tokens = 0;
 }
 
 BatchScheduler::BatchScheduler(WhisperModel& model, BatchOptions options)

@@ -54,6 +54,12 @@ struct BatchOptions {
   // (2026-12-06, docs/benchmarks.md). HARK_EXCLUSIVE_BUDGET_MS overrides it (measurements;
   // 0: one a turn).
   double exclusive_budget_ms = 4;
+  // A prompt of at most this many tokens (a window's start without a text prompt: start
+  // of transcript, language, task, maybe no-timestamps) is fed through the batched steps,
+  // a token a step, instead of a prefill pass of its own. -1: kPromptStepTokens on a GPU
+  // fast path (fp16/bf16/fp8), 0 elsewhere: the fp32 paths keep a prompt in one pass, as
+  // alone. HARK_BATCH_PREFILL=passes sets 0 (measurements).
+  int prompt_step_tokens = -1;
 };
 
 class BatchScheduler {

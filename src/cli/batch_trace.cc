@@ -12,10 +12,10 @@ std::string batch_stats_line(const BatchStats& b) {
   const double per_call =
       b.encoder_calls ? static_cast<double>(b.windows_encoded) / static_cast<double>(b.encoder_calls) : 0;
   std::snprintf(line, sizeof line,
-                "batch steps=%llu rows_per_step=%.1f prefills=%llu prefill_calls=%llu encoder_calls=%llu windows_per_call=%.1f "
+                "batch steps=%llu rows_per_step=%.1f prefills=%llu prefill_calls=%llu prompts_stepped=%llu encoder_calls=%llu windows_per_call=%.1f "
                 "step_sec=%.2f gather_sec=%.2f prefill_sec=%.2f encode_sec=%.2f encoder_lane=%s",
                 static_cast<unsigned long long>(b.steps), per_step, static_cast<unsigned long long>(b.prefills),
-                static_cast<unsigned long long>(b.prefill_calls),
+                static_cast<unsigned long long>(b.prefill_calls), static_cast<unsigned long long>(b.prompts_stepped),
                 static_cast<unsigned long long>(b.encoder_calls), per_call, b.step_seconds, b.gather_seconds,
                 b.prefill_seconds, b.encode_seconds, b.encoder_lane ? "yes" : "no");
   return line;

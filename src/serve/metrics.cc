@@ -42,6 +42,8 @@ void render_batch(std::string& out, const BatchStats& b, Header& header) {
           b.rows_computed);
   counter("hark_batch_prefills_total", "Prompts prefilled between steps.", b.prefills);
   counter("hark_batch_prefill_calls_total", "Decoder passes that prefilled them (merged on a GPU).", b.prefill_calls);
+  counter("hark_batch_prompts_stepped_total", "Short prompts fed through the steps instead of a pass (GPU fast path).",
+          b.prompts_stepped);
   counter("hark_batch_tokens_fed_back_total", "Greedy tokens the scheduler fed back itself (GPU fast path).",
           b.tokens_fed_back);
   counter("hark_encoder_calls_total", "Encoder calls.", b.encoder_calls);

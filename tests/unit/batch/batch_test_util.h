@@ -42,13 +42,14 @@ inline std::shared_ptr<const Checkpoint> narrow_checkpoint(int text_ctx = 448) {
 // select: tokens chosen next to the logits, as on the GPU fast path (greedy runs one step
 // ahead; in a batch, advanced by the scheduler itself).
 inline std::unique_ptr<Engine> narrow_engine(int max_batch, int threads = 2, int text_ctx = 448, bool select = false,
-                                             EncoderLane lane = EncoderLane::Auto) {
+                                             EncoderLane lane = EncoderLane::Auto, int prompt_step_tokens = -1) {
   BackendOptions bo;
   bo.threads = threads;
   bo.select_next_to_logits = select;
   BatchOptions batch;
   batch.max_rows = max_batch;
   batch.encoder_lane = lane;
+  batch.prompt_step_tokens = prompt_step_tokens;
   return make_engine(narrow_checkpoint(text_ctx), make_cpu_backend(bo), batch);
 }
 

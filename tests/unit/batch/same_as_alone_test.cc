@@ -143,7 +143,7 @@ TEST(SameAsAlone, WindowsEncodedOnTheLaneMatchTheOneAtATimeEngine) {
 // tokens chosen next to the logits, greedy runs advanced by the scheduler itself without
 // waking their threads between steps, beams and sampling as before. Concurrent requests
 // give what each gives alone on a one-at-a-time engine decoding the same way.
-TEST(SameAsAlone, GreedyRunsAdvancedByTheSchedulerMatchAlone) {
+std::vector<Request> select_requests() {
   std::vector<Request> requests;
   for (int i = 0; i < 6; ++i) {
     Request q{"greedy-" + std::to_string(i), 3.0 + 5 * i, 20 + i, base_options()};
@@ -163,13 +163,33 @@ TEST(SameAsAlone, GreedyRunsAdvancedByTheSchedulerMatchAlone) {
   stream.options.language = "en";
   stream.options.temperatures = {0.0f};
   requests.push_back(stream);
+  return requests;
+}
 
+TEST(SameAsAlone, GreedyRunsAdvancedByTheSchedulerMatchAlone) {
+  const std::vector<Request> requests = select_requests();
   auto reference = narrow_engine(1, 2, 448, /*select=*/true);
   auto batching = narrow_engine(8, 2, 448, /*select=*/true);
   expect_together_as_alone(*reference, *batching, requests);
   const BatchStats stats = batching->batch_stats();
   EXPECT_GT(stats.rows_stepped, stats.steps) << "no step carried more than one row: nothing was batched";
   EXPECT_GT(stats.tokens_fed_back, 20u) << "the greedy runs were not advanced by the scheduler";
+}
+
+// The fast path's short prompts (a window's start, at most kPromptStepTokens tokens) fed
+// through the batched steps a token a step instead of a prefill pass each, forced on the
+// CPU: the same transcripts as alone, greedy with the scheduler choosing the tokens and
+// beams, sampling and text prompts (which keep their passes) among them.
+TEST(SameAsAlone, ShortPromptsFedThroughTheStepsMatchAlone) {
+  std::vector<Request> requests = select_requests();
+  for (Request& q : mixed_requests()) requests.push_back(q);
+  auto reference = narrow_engine(1, 2, 448, /*select=*/true);
+  auto batching = narrow_engine(16, 2, 448, /*select=*/true, EncoderLane::Auto, /*prompt_step_tokens=*/4);
+  expect_together_as_alone(*reference, *batching, requests);
+  const BatchStats stats = batching->batch_stats();
+  EXPECT_GT(stats.rows_stepped, stats.steps) << "no step carried more than one row: nothing was batched";
+  EXPECT_GT(stats.prompts_stepped, 8u) << "no prompt went through the steps";
+  EXPECT_GT(stats.prefill_calls, 0u) << "the text prompts and previous-text prompts keep their passes";
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ TEST(BatchStatsLine, GivesMeansAndSeconds) {
   b.encode_seconds = 0.5;
   b.encoder_lane = true;
   EXPECT_EQ(batch_stats_line(b),
-            "batch steps=4 rows_per_step=2.5 prefills=3 prefill_calls=2 encoder_calls=2 windows_per_call=2.5 step_sec=1.23 "
+            "batch steps=4 rows_per_step=2.5 prefills=3 prefill_calls=2 prompts_stepped=0 encoder_calls=2 windows_per_call=2.5 step_sec=1.23 "
             "gather_sec=0.00 prefill_sec=0.00 encode_sec=0.50 encoder_lane=yes");
 }
 
