@@ -124,7 +124,7 @@ wait "$SERVER_PID" 2>/dev/null
 SERVER_PID=""
 check "server gone: exit code non-zero (rc $rc)" test "$rc" != 0
 check "server gone: one line on stderr" test "$(wc -l <"$WORK/gone.err")" = 1
-check "server gone: says what to do" contains "$WORK/gone.err" "start it with \`hark serve\`"
+check "server gone: says what to do" contains "$WORK/gone.err" "with \`hark serve\`, or transcribe in this process"
 saved=$(ls "$WORK"/takes/take-*.wav 2>/dev/null | head -1)
 check "server gone: the take is saved" test -n "$saved"
 check "server gone: the message names the file" contains "$WORK/gone.err" "saved in $saved"

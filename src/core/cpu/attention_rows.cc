@@ -138,6 +138,67 @@ HARK_UNINSTRUMENTED void head_values(const float* p, const E* v, int64_t tk, int
     for (int64_t b = 0; b < blocks; ++b) _mm256_storeu_ps(out + j0 + 8 * b, acc[b]);
   }
 }
+
+// Scores and values of `heads` adjacent heads of one query row: each key row's slice of
+// all of them is read in one pass (heads · hd contiguous values where one head reads hd),
+// so a row's K and V are streamed once instead of once a head. Every score and every
+// output value is summed in the same order as head_scores / head_values compute it.
+template <class E>
+HARK_UNINSTRUMENTED void group_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, int heads,
+                                      float scale, float* scores, int64_t lds) {
+  int64_t t = 0;
+  for (; t + 8 <= tk; t += 8) {
+    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, heads * hd);
+    for (int g = 0; g < heads; ++g) score_block8(q + g * hd, k + t * d + g * hd, d, hd, scale, scores + g * lds + t);
+  }
+  for (; t < tk; ++t)
+    for (int g = 0; g < heads; ++g) scores[g * lds + t] = score_one(q + g * hd, k + t * d + g * hd, hd, scale);
+}
+
+#if defined(__AVX512F__)
+// Up to kGroupAccumulators 16-wide accumulators: a group's heads · hd/16 of them.
+constexpr int kGroupAccumulators = 24;
+template <class E, int Blocks>
+HARK_UNINSTRUMENTED void group_values_wide(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int heads,
+                                           float* out) {
+  constexpr int64_t hd = 16 * Blocks;
+  __m512 acc[kGroupAccumulators];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (int64_t t = 0; t < tk; ++t) {
+    prefetch_slice(v + (t + kPrefetchRows) * d, heads * hd);
+    const E* row = v + t * d;
+    for (int g = 0; g < heads; ++g) {
+      const __m512 pv = _mm512_set1_ps(p[g * lds + t]);
+      for (int b = 0; b < Blocks; ++b)
+        acc[g * Blocks + b] = _mm512_fmadd_ps(load16(row + g * hd + 16 * b), pv, acc[g * Blocks + b]);
+    }
+  }
+  for (int g = 0; g < heads; ++g)
+    for (int b = 0; b < Blocks; ++b) _mm512_storeu_ps(out + g * hd + 16 * b, acc[g * Blocks + b]);
+}
+#endif
+
+// Whether group_values streams the heads together (else it runs head_values a head at a
+// time, the same sums).
+[[maybe_unused]] bool group_values_fused(int64_t hd, int heads) {
+#if defined(__AVX512F__)
+  return (hd == 64 && heads * 4 <= kGroupAccumulators) || (hd == 128 && heads * 8 <= kGroupAccumulators);
+#else
+  (void)hd, (void)heads;
+  return false;
+#endif
+}
+
+template <class E>
+HARK_UNINSTRUMENTED void group_values(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int64_t hd,
+                                      int heads, float* out) {
+#if defined(__AVX512F__)
+  if (group_values_fused(hd, heads))
+    return hd == 64 ? group_values_wide<E, 4>(p, lds, v, tk, d, heads, out)
+                    : group_values_wide<E, 8>(p, lds, v, tk, d, heads, out);
+#endif
+  for (int g = 0; g < heads; ++g) head_values(p + g * lds, v + g * hd, tk, d, hd, out + g * hd);
+}
 constexpr bool kVectorised = true;
 #else
 template <class E>
@@ -154,6 +215,16 @@ HARK_UNINSTRUMENTED void head_values(const float* p, const E* v, int64_t tk, int
   for (int64_t j = 0; j < hd; ++j) out[j] = 0;
   for (int64_t t = 0; t < tk; ++t)
     for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * value(v[t * d + j]);
+}
+template <class E>
+HARK_UNINSTRUMENTED void group_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, int heads,
+                                      float scale, float* scores, int64_t lds) {
+  for (int g = 0; g < heads; ++g) head_scores(q + g * hd, k + g * hd, tk, d, hd, scale, scores + g * lds);
+}
+template <class E>
+HARK_UNINSTRUMENTED void group_values(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int64_t hd,
+                                      int heads, float* out) {
+  for (int g = 0; g < heads; ++g) head_values(p + g * lds, v + g * hd, tk, d, hd, out + g * hd);
 }
 constexpr bool kVectorised = false;
 #endif
@@ -187,6 +258,14 @@ void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const f
   head_scores(q, k, visible, ldk, head_dim, scale, scores);
   softmax_row(scores, visible, visible);
   head_values(scores, v, visible, ldv, head_dim, out);
+}
+
+void attention_head_group_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv,
+                                  int64_t visible, int64_t head_dim, int heads, float* scores, int64_t lds, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  group_scores(q, k, visible, ldk, head_dim, heads, scale, scores, lds);
+  for (int g = 0; g < heads; ++g) softmax_row(scores + g * lds, visible, visible);
+  group_values(scores, lds, v, visible, ldv, head_dim, heads, out);
 }
 
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,

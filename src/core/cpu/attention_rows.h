@@ -94,6 +94,12 @@ void check_attention_spans(const float* q, int64_t ldq, const E* k, int64_t ldk,
 void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
                             int64_t head_dim, float* scores, float* out);
 
+// attention_head_row_f32 for `heads` adjacent heads at once (q, k, v and out at the first
+// head's column; scores holds head g's row at scores + g·lds, lds ≥ visible): the same
+// numbers, with each key's and value's row read in one pass for all of them.
+void attention_head_group_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv,
+                                  int64_t visible, int64_t head_dim, int heads, float* scores, int64_t lds, float* out);
+
 // out = softmax(scale · q Kᵀ) V per head for f32 or f16 K/V; `weights` (optional) receives
 // the softmax [n_heads, tq, tk]. Causal: row i sees keys up to i + causal_offset.
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,

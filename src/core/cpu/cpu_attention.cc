@@ -18,7 +18,9 @@ namespace {
 // One attention call's (head, block of query rows) tasks.
 struct AttendPlan {
   int64_t row_blocks = 1, rows_per_block = 0;
-  bool few = false;  // (head, query row) tasks of direct loops
+  bool few = false;  // (head group, query row) tasks of direct loops
+  int group_heads = 1;  // heads a few-query task covers
+  int64_t groups = 0;   // head groups of a few-query call
 };
 
 AttendPlan plan_for(const AttentionRows& a, int n_heads, int64_t threads) {
@@ -50,13 +52,31 @@ void attend_block(const AttentionRows& a, int64_t h, int64_t r0, int64_t r1, int
 // and short prompts. Their cross-attention is bound by reading every row's window once.
 constexpr int64_t kFewQueries = 8;
 
-// Head h of query row i of a few-query call.
-void attend_head_row(const AttentionRows& a, int64_t h, int64_t i, int64_t hd, bool causal, int64_t causal_offset,
-                     float* s, float* wp) {
+// Heads [h, h + heads) of query row i of a few-query call; `s` holds a score row per head.
+void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, int64_t hd, bool causal,
+                     int64_t causal_offset, float* s, float* wp) {
   const int64_t tk = a.tk, visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
-  attention_head_row_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd, s,
-                         a.out + i * a.ldo + h * hd);
-  if (wp) store_weights_row(s, h, i, a.tq, tk, visible, wp);
+  if (heads == 1)
+    attention_head_row_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd, s,
+                           a.out + i * a.ldo + h * hd);
+  else
+    attention_head_group_row_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd,
+                                 heads, s, tk, a.out + i * a.ldo + h * hd);
+  if (wp)
+    for (int g = 0; g < heads; ++g) store_weights_row(s + g * tk, h + g, i, a.tq, tk, visible, wp);
+}
+
+// Heads per few-query task. A head's slice of a key row is a few cache lines, and the rows
+// of one layer's cross K/V lie a whole row of every layer's K and V apart (WhisperModel's
+// one product), so each row is a new page the hardware prefetchers do not follow; adjacent
+// heads read together make each visit one longer run. Fewer, larger tasks balance the pool
+// worse, so heads are grouped only while a call set still has about four tasks a thread
+// (a batched step of several windows; one window alone keeps a task a head).
+int group_heads_for(int64_t few_rows, int n_heads, int64_t threads) {
+  if (few_rows <= 0) return 1;
+  const int64_t groups = std::clamp<int64_t>((4 * threads + few_rows - 1) / few_rows, 1, n_heads);
+  const int64_t heads = (n_heads + groups - 1) / groups;
+  return static_cast<int>(heads);
 }
 
 }  // namespace
@@ -72,16 +92,25 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
   std::vector<AttendPlan> plans;
   std::vector<int64_t> first_task;
   int64_t tasks = 0, scratch = 0;
-  // Few-query calls: tasks are (call, head, query row), the rows of one head next to each
-  // other so that a thread's second row finds the head's keys and values in its cache.
+  // Few-query calls: tasks are (call, head group, query row), the rows of one group next to
+  // each other so that a thread's second row finds the group's keys and values in its
+  // cache; the group's size is the same for every call of the set (group_heads_for).
+  int64_t few_rows = 0;
+  for (const AttentionRows& a : calls)
+    if (a.tq <= kFewQueries && attention_rows_supported(hd)) few_rows += a.tq;
+  const int group_heads = group_heads_for(few_rows, n_heads, pool.size());
   for (const AttentionRows& a : calls) {
     AttendPlan p = plan_for(a, n_heads, pool.size());
     p.few = a.tq <= kFewQueries && attention_rows_supported(hd);
-    if (p.few) check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
+    if (p.few) {
+      check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
+      p.group_heads = group_heads;
+      p.groups = (n_heads + group_heads - 1) / group_heads;
+    }
     plans.push_back(p);
     first_task.push_back(tasks);
-    tasks += n_heads * (p.few ? a.tq : p.row_blocks);
-    scratch = std::max(scratch, p.few ? a.tk : p.rows_per_block * a.tk);
+    tasks += p.few ? p.groups * a.tq : n_heads * p.row_blocks;
+    scratch = std::max(scratch, p.few ? p.group_heads * a.tk : p.rows_per_block * a.tk);
   }
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     // Per-thread scratch, kept between calls: a fresh 4 MB buffer per encoder layer would
@@ -96,7 +125,9 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
       const int64_t offset = causal_offsets.empty() ? 0 : causal_offsets[c];
       float* wp = weights.empty() ? nullptr : weights[c];
       if (p.few) {
-        attend_head_row(calls[c], local / calls[c].tq, local % calls[c].tq, hd, causal, offset, scores.data(), wp);
+        const int64_t h = (local / calls[c].tq) * p.group_heads;
+        const int heads = static_cast<int>(std::min<int64_t>(p.group_heads, n_heads - h));
+        attend_head_row(calls[c], h, heads, local % calls[c].tq, hd, causal, offset, scores.data(), wp);
         continue;
       }
       const int64_t h = local / p.row_blocks;

@@ -19,6 +19,18 @@ Tensor random_tensor(Shape shape, std::mt19937& rng, float scale = 1.0f) {
   return t;
 }
 
+// Uniform values in [-1, 1) from a 64-bit xorshift: for the large K/V tensors of the
+// attention tests, where std::uniform_real_distribution costs seconds in the sanitizer build.
+Tensor quick_random_tensor(Shape shape, uint64_t seed) {
+  Tensor t = Tensor::empty(shape);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    t.data<float>()[i] = static_cast<float>(static_cast<int64_t>(x >> 40) - (1 << 23)) / (1 << 23);
+  }
+  return t;
+}
+
 Tensor to_dtype(const Tensor& t, DType dtype) {
   Tensor out = Tensor::empty(t.shape(), dtype);
   for (int64_t i = 0; i < t.numel(); ++i)
@@ -169,6 +181,49 @@ TEST_P(AttendManyTest, EachCallAsAloneAndRight) {
 
 INSTANTIATE_TEST_SUITE_P(HeadSizesCausal, AttendManyTest,
                          ::testing::Combine(::testing::Values(64, 24), ::testing::Bool()));
+
+// A batched step's cross-attention reads several heads of a key row in one pass (head
+// groups, sized by how many rows the step has): every window's output and captured weights
+// must equal what the window gives alone (a task a head), bit for bit. Head counts that
+// the groups do not divide, head sizes 64 and 128 (the fused 512-bit value loop) and 80
+// (a head at a time), and step sizes from two to nine windows.
+TEST(AttendManyGroups, GroupedHeadsGiveTheBitsOfOneHeadATask) {
+  ThreadPool pool(2);
+  std::mt19937 rng(29);
+  for (const int heads : {6, 7, 20})
+    for (const int64_t hd : {64, 128, 80})
+      for (const int windows : {2, 3, 5, 9}) {
+        const int64_t d = heads * hd, tk = windows == 5 && heads == 6 ? 1500 : 203;  // one step of tiny's real shape
+        std::vector<Tensor> qs, kvs, outs, alone, w_many, w_alone;
+        std::vector<AttentionRows> calls;
+        std::vector<float*> weights;
+        for (int w = 0; w < windows; ++w) {
+          qs.push_back(random_tensor({1, d}, rng));
+          kvs.push_back(quick_random_tensor({tk, 2 * d}, rng()));
+          outs.push_back(Tensor::zeros({1, d}));
+          alone.push_back(Tensor::zeros({1, d}));
+          w_many.push_back(Tensor::zeros({heads, 1, tk}));
+          w_alone.push_back(Tensor::zeros({heads, 1, tk}));
+          const float* kv = kvs.back().data<float>();
+          calls.push_back({qs.back().data<float>(), d, kv, 2 * d, kv + d, 2 * d, outs.back().data<float>(), d, 1, tk});
+          weights.push_back(w_many.back().data<float>());
+        }
+        cpu_attend_many(pool, calls, heads, hd, false, {}, weights);
+        for (int w = 0; w < windows; ++w) {
+          AttentionRows solo = calls[w];
+          solo.out = alone[w].data<float>();
+          cpu_attend(pool, solo, heads, hd, false, 0, w_alone[w].data<float>());
+          for (int64_t i = 0; i < d; ++i)
+            ASSERT_EQ(outs[w].data<float>()[i], alone[w].data<float>()[i])
+                << heads << " heads of " << hd << ", " << windows << " windows: window " << w << " value " << i;
+          for (int64_t i = 0; i < heads * tk; ++i)
+            ASSERT_EQ(w_many[w].data<float>()[i], w_alone[w].data<float>()[i])
+                << heads << " heads of " << hd << ", " << windows << " windows: window " << w << " weight " << i;
+        }
+        const std::vector<double> ref = attention_ref(calls[0], heads - 1, 0, hd, tk);
+        for (int64_t j = 0; j < hd; ++j) EXPECT_NEAR(outs[0].data<float>()[(heads - 1) * hd + j], ref[j], 1e-5);
+      }
+}
 
 TEST(CpuBackend, Conv1dMatchesReference) {
   std::mt19937 rng(3);

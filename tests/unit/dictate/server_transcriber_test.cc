@@ -3,6 +3,8 @@
 // loop acts on, with a message that says what to do.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include <nlohmann/json.hpp>
 
 #include "../serve/fake_engine.h"
@@ -74,6 +76,37 @@ TEST_F(SessionClient, UnreachableServerSaysHowToStartOne) {
   auto m = message_of([&] { make_server_transcriber({gone, ""}, {})->prepare(); }, ErrorCode::Network);
   EXPECT_NE(m.find("hark serve"), std::string::npos) << m;
   EXPECT_NE(m.find("--model"), std::string::npos) << m;
+}
+
+// A server stopping gracefully answers 503 session_closed while it finishes accepted work;
+// the take loop treats that like a server that went away (the take is saved) and the
+// message says how to go on, not how to call the API.
+TEST_F(SessionClient, DrainingServerSaysStartItAgain) {
+  start_server();
+  auto t = make_server_transcriber({url(), ""}, {});
+  t->prepare();
+  t->begin();
+  t->feed(std::vector<float>(1600, 0.0f), false);
+  stats.hold = true;  // an accepted job keeps the drain open while the session is probed
+  auto running = std::async(std::launch::async, [this] {
+    return client().Post("/v1/audio/transcriptions", httplib::MultipartFormDataItems{
+                                                         {"file", serve::test::make_wav(1.0), "clip.wav", "audio/wav"}});
+  });
+  for (int i = 0; i < 2000 && stats.running != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(stats.running, 1);
+  auto stopped = std::async(std::launch::async, [this] { return server->stop(); });
+  for (int i = 0; i < 2000; ++i) {
+    auto h = client().Get("/health");
+    if (h && h->status == 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto m = message_of([&] { t->feed(std::vector<float>(1600, 0.0f), false); }, ErrorCode::Network);
+  EXPECT_NE(m.find("is shutting down"), std::string::npos) << m;
+  EXPECT_NE(m.find("start it again with `hark serve`"), std::string::npos) << m;
+  EXPECT_NE(m.find("--model"), std::string::npos) << m;
+  stats.hold = false;
+  EXPECT_EQ(running.get()->status, 200);
+  stopped.get();
 }
 
 TEST_F(SessionClient, ExpiredSessionIsNotFound) {
