@@ -199,6 +199,52 @@ HARK_UNINSTRUMENTED void group_values(const float* p, int64_t lds, const E* v, i
 #endif
   for (int g = 0; g < heads; ++g) head_values(p + g * lds, v + g * hd, tk, d, hd, out + g * hd);
 }
+
+// Scores and values of `rows` query rows over one head's keys (a window's beams): each key's
+// slice is fetched once for all rows. Every score and output value is summed in the order
+// head_scores / head_values use for one row.
+template <class E>
+HARK_UNINSTRUMENTED void rows_scores(const float* q, int64_t ldq, int rows, const E* k, int64_t tk, int64_t d,
+                                     int64_t hd, float scale, float* scores, int64_t lds) {
+  int64_t t = 0;
+  for (; t + 8 <= tk; t += 8) {
+    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
+    for (int r = 0; r < rows; ++r) score_block8(q + r * ldq, k + t * d, d, hd, scale, scores + r * lds + t);
+  }
+  for (; t < tk; ++t)
+    for (int r = 0; r < rows; ++r) scores[r * lds + t] = score_one(q + r * ldq, k + t * d, hd, scale);
+}
+
+#if defined(__AVX512F__)
+template <class E, int Blocks>
+HARK_UNINSTRUMENTED void rows_values_wide(const float* p, int64_t lds, int rows, const E* v, int64_t tk, int64_t d,
+                                          float* out, int64_t ldo) {
+  __m512 acc[kGroupAccumulators];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (int64_t t = 0; t < tk; ++t) {
+    prefetch_slice(v + (t + kPrefetchRows) * d, 16 * Blocks);
+    const E* row = v + t * d;
+    __m512 vv[Blocks];
+    for (int b = 0; b < Blocks; ++b) vv[b] = load16(row + 16 * b);
+    for (int r = 0; r < rows; ++r) {
+      const __m512 pv = _mm512_set1_ps(p[r * lds + t]);
+      for (int b = 0; b < Blocks; ++b) acc[r * Blocks + b] = _mm512_fmadd_ps(vv[b], pv, acc[r * Blocks + b]);
+    }
+  }
+  for (int r = 0; r < rows; ++r)
+    for (int b = 0; b < Blocks; ++b) _mm512_storeu_ps(out + r * ldo + 16 * b, acc[r * Blocks + b]);
+}
+#endif
+
+template <class E>
+HARK_UNINSTRUMENTED void rows_values(const float* p, int64_t lds, int rows, const E* v, int64_t tk, int64_t d,
+                                     int64_t hd, float* out, int64_t ldo) {
+#if defined(__AVX512F__)
+  if (hd == 64 && rows * 4 <= kGroupAccumulators) return rows_values_wide<E, 4>(p, lds, rows, v, tk, d, out, ldo);
+  if (hd == 128 && rows * 8 <= kGroupAccumulators) return rows_values_wide<E, 8>(p, lds, rows, v, tk, d, out, ldo);
+#endif
+  for (int r = 0; r < rows; ++r) head_values(p + r * lds, v, tk, d, hd, out + r * ldo);
+}
 constexpr bool kVectorised = true;
 #else
 template <class E>
@@ -226,6 +272,16 @@ HARK_UNINSTRUMENTED void group_values(const float* p, int64_t lds, const E* v, i
                                       int heads, float* out) {
   for (int g = 0; g < heads; ++g) head_values(p + g * lds, v + g * hd, tk, d, hd, out + g * hd);
 }
+template <class E>
+HARK_UNINSTRUMENTED void rows_scores(const float* q, int64_t ldq, int rows, const E* k, int64_t tk, int64_t d,
+                                     int64_t hd, float scale, float* scores, int64_t lds) {
+  for (int r = 0; r < rows; ++r) head_scores(q + r * ldq, k, tk, d, hd, scale, scores + r * lds);
+}
+template <class E>
+HARK_UNINSTRUMENTED void rows_values(const float* p, int64_t lds, int rows, const E* v, int64_t tk, int64_t d,
+                                     int64_t hd, float* out, int64_t ldo) {
+  for (int r = 0; r < rows; ++r) head_values(p + r * lds, v, tk, d, hd, out + r * ldo);
+}
 constexpr bool kVectorised = false;
 #endif
 
@@ -240,6 +296,29 @@ void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const 
                        bool causal, int64_t causal_offset, float* weights) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   check_attention_spans(a.q, a.ldq, k, a.ldk, v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
+  if (!causal && a.tq > 1) {
+    // A window's beams: a task a head, each key's and value's slice read once for all rows
+    // (the same sums as a row alone).
+    const int64_t tq = a.tq, tk = a.tk, runs = shared_key_row_runs(tq, n_heads, pool.size());
+    const int64_t per_run = (tq + runs - 1) / runs;
+    pool.parallel_for(n_heads * runs, [&](int64_t begin, int64_t end) {
+      thread_local std::vector<float> scores;
+      if (scores.size() < static_cast<size_t>(per_run * tk)) scores.resize(per_run * tk);
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t h = task / runs, i0 = (task % runs) * per_run, i1 = std::min(tq, i0 + per_run);
+        if (i0 >= i1) continue;
+        const int rows = static_cast<int>(i1 - i0);
+        rows_scores(a.q + i0 * a.ldq + h * hd, a.ldq, rows, k + h * hd, tk, a.ldk, hd, scale, scores.data(), tk);
+        for (int64_t i = i0; i < i1; ++i) {
+          float* s = scores.data() + (i - i0) * tk;
+          softmax_row(s, tk, tk);
+          if (weights) store_weights_row(s, h, i, tq, tk, tk, weights);
+        }
+        rows_values(scores.data(), tk, rows, v + h * hd, tk, a.ldv, hd, a.out + i0 * a.ldo + h * hd, a.ldo);
+      }
+    });
+    return;
+  }
   for_each_head_row(
       pool, a, n_heads, causal, causal_offset, weights,
       [&](int64_t h, int64_t i, int64_t visible, float* s) {
@@ -266,6 +345,15 @@ void attention_head_group_row_f32(const float* q, const float* k, int64_t ldk, c
   group_scores(q, k, visible, ldk, head_dim, heads, scale, scores, lds);
   for (int g = 0; g < heads; ++g) softmax_row(scores + g * lds, visible, visible);
   group_values(scores, lds, v, visible, ldv, head_dim, heads, out);
+}
+
+void attention_head_rows_f32(const float* q, int64_t ldq, int rows, const float* k, int64_t ldk, const float* v,
+                             int64_t ldv, int64_t visible, int64_t head_dim, float* scores, int64_t lds, float* out,
+                             int64_t ldo) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  rows_scores(q, ldq, rows, k, visible, ldk, head_dim, scale, scores, lds);
+  for (int r = 0; r < rows; ++r) softmax_row(scores + r * lds, visible, visible);
+  rows_values(scores, lds, rows, v, visible, ldv, head_dim, out, ldo);
 }
 
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,

@@ -100,6 +100,20 @@ void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const f
 void attention_head_group_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv,
                                   int64_t visible, int64_t head_dim, int heads, float* scores, int64_t lds, float* out);
 
+// A call of tq rows over the same keys (a window's beams) is split into tasks of a head
+// and a run of rows: the fewest runs that still give every thread of the pool a task, so
+// each task reads its head's keys once for as many rows as it can.
+inline int64_t shared_key_row_runs(int64_t tq, int n_heads, int64_t threads) {
+  return std::clamp<int64_t>((threads + n_heads - 1) / n_heads, 1, tq);
+}
+
+// attention_head_row_f32 for `rows` query rows (q + r·ldq, out + r·ldo) over the same
+// `visible` keys of one head, e.g. a window's beams: the same numbers, with each key's and
+// value's slice read once for all rows. scores holds row r's at scores + r·lds.
+void attention_head_rows_f32(const float* q, int64_t ldq, int rows, const float* k, int64_t ldk, const float* v,
+                             int64_t ldv, int64_t visible, int64_t head_dim, float* scores, int64_t lds, float* out,
+                             int64_t ldo);
+
 // out = softmax(scale · q Kᵀ) V per head for f32 or f16 K/V; `weights` (optional) receives
 // the softmax [n_heads, tq, tk]. Causal: row i sees keys up to i + causal_offset.
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,

@@ -19,6 +19,8 @@ namespace {
 struct AttendPlan {
   int64_t row_blocks = 1, rows_per_block = 0;
   bool few = false;  // (head group, query row) tasks of direct loops
+  bool rows_together = false;  // few, all rows over the same keys: tasks of a head and a run of rows
+  int64_t row_runs = 1, rows_per_run = 0;
   int group_heads = 1;  // heads a few-query task covers
   int64_t groups = 0;   // head groups of a few-query call
 };
@@ -66,15 +68,27 @@ void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, in
     for (int g = 0; g < heads; ++g) store_weights_row(s + g * tk, h + g, i, a.tq, tk, visible, wp);
 }
 
+// Head h of query rows [i0, i1) of a few-query call whose rows all see the same keys (a
+// window's beams in the cross-attention): each key's slice is read once for those rows.
+void attend_head_rows(const AttentionRows& a, int64_t h, int64_t i0, int64_t i1, int64_t hd, float* s, float* wp) {
+  const int64_t tk = a.tk;
+  if (i0 >= i1) return;
+  attention_head_rows_f32(a.q + i0 * a.ldq + h * hd, a.ldq, static_cast<int>(i1 - i0), a.k + h * hd, a.ldk,
+                          a.v + h * hd, a.ldv, tk, hd, s, tk, a.out + i0 * a.ldo + h * hd, a.ldo);
+  if (wp)
+    for (int64_t i = i0; i < i1; ++i) store_weights_row(s + (i - i0) * tk, h, i, a.tq, tk, tk, wp);
+}
+
 // Heads per few-query task. A head's slice of a key row is a few cache lines, and the rows
 // of one layer's cross K/V lie a whole row of every layer's K and V apart (WhisperModel's
 // one product), so each row is a new page the hardware prefetchers do not follow; adjacent
 // heads read together make each visit one longer run. Fewer, larger tasks balance the pool
 // worse, so heads are grouped only while a call set still has about four tasks a thread
 // (a batched step of several windows; one window alone keeps a task a head).
-int group_heads_for(int64_t few_rows, int n_heads, int64_t threads) {
+int group_heads_for(int64_t few_rows, int64_t other_tasks, int n_heads, int64_t threads) {
   if (few_rows <= 0) return 1;
-  const int64_t groups = std::clamp<int64_t>((4 * threads + few_rows - 1) / few_rows, 1, n_heads);
+  const int64_t wanted = std::max<int64_t>(1, 4 * threads - other_tasks);  // tasks still to make
+  const int64_t groups = std::clamp<int64_t>((wanted + few_rows - 1) / few_rows, 1, n_heads);
   const int64_t heads = (n_heads + groups - 1) / groups;
   return static_cast<int>(heads);
 }
@@ -94,23 +108,38 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
   int64_t tasks = 0, scratch = 0;
   // Few-query calls: tasks are (call, head group, query row), the rows of one group next to
   // each other so that a thread's second row finds the group's keys and values in its
-  // cache; the group's size is the same for every call of the set (group_heads_for).
-  int64_t few_rows = 0;
-  for (const AttentionRows& a : calls)
-    if (a.tq <= kFewQueries && attention_rows_supported(hd)) few_rows += a.tq;
-  const int group_heads = group_heads_for(few_rows, n_heads, pool.size());
+  // cache; the group's size is the same for every call of the set (group_heads_for). A
+  // call of several rows over the same keys (not causal: a window's beams) is a task a
+  // head covering all its rows instead.
+  const auto few = [&](const AttentionRows& a) { return a.tq <= kFewQueries && attention_rows_supported(hd); };
+  const auto together = [&](const AttentionRows& a) { return few(a) && !causal && a.tq > 1; };
+  int64_t few_rows = 0, together_tasks = 0;
+  for (const AttentionRows& a : calls) {
+    if (together(a))
+      together_tasks += n_heads * shared_key_row_runs(a.tq, n_heads, pool.size());
+    else if (few(a))
+      few_rows += a.tq;
+  }
+  const int group_heads = group_heads_for(few_rows, together_tasks, n_heads, pool.size());
   for (const AttentionRows& a : calls) {
     AttendPlan p = plan_for(a, n_heads, pool.size());
-    p.few = a.tq <= kFewQueries && attention_rows_supported(hd);
+    p.few = few(a);
+    p.rows_together = together(a);
     if (p.few) {
       check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
-      p.group_heads = group_heads;
-      p.groups = (n_heads + group_heads - 1) / group_heads;
+      p.group_heads = p.rows_together ? 1 : group_heads;
+      p.groups = (n_heads + p.group_heads - 1) / p.group_heads;
+    }
+    if (p.rows_together) {
+      p.row_runs = shared_key_row_runs(a.tq, n_heads, pool.size());
+      p.rows_per_run = (a.tq + p.row_runs - 1) / p.row_runs;
     }
     plans.push_back(p);
     first_task.push_back(tasks);
-    tasks += p.few ? p.groups * a.tq : n_heads * p.row_blocks;
-    scratch = std::max(scratch, p.few ? p.group_heads * a.tk : p.rows_per_block * a.tk);
+    tasks += p.rows_together ? n_heads * p.row_runs : p.few ? p.groups * a.tq : n_heads * p.row_blocks;
+    scratch = std::max(scratch, p.rows_together ? p.rows_per_run * a.tk
+                                : p.few         ? p.group_heads * a.tk
+                                                : p.rows_per_block * a.tk);
   }
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     // Per-thread scratch, kept between calls: a fresh 4 MB buffer per encoder layer would
@@ -124,6 +153,12 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
       const int64_t local = task - first_task[c];
       const int64_t offset = causal_offsets.empty() ? 0 : causal_offsets[c];
       float* wp = weights.empty() ? nullptr : weights[c];
+      if (p.rows_together) {
+        const int64_t i0 = (local % p.row_runs) * p.rows_per_run;
+        attend_head_rows(calls[c], local / p.row_runs, i0, std::min(calls[c].tq, i0 + p.rows_per_run), hd,
+                         scores.data(), wp);
+        continue;
+      }
       if (p.few) {
         const int64_t h = (local / calls[c].tq) * p.group_heads;
         const int heads = static_cast<int>(std::min<int64_t>(p.group_heads, n_heads - h));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/cpu/attention_rows.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/ops.h"
 #include "core/thread_pool.h"
@@ -222,6 +223,66 @@ TEST(AttendManyGroups, GroupedHeadsGiveTheBitsOfOneHeadATask) {
         }
         const std::vector<double> ref = attention_ref(calls[0], heads - 1, 0, hd, tk);
         for (int64_t j = 0; j < hd; ++j) EXPECT_NEAR(outs[0].data<float>()[(heads - 1) * hd + j], ref[j], 1e-5);
+      }
+}
+
+// A window's beams (several query rows over the same keys, not causal) are a task a head
+// that reads each key once for all rows: each row's output and weights must be bit for bit
+// what that row gives as a call of its own. Rows 2-8 (the fused 512-bit value loop holds
+// up to 6 rows of 64 or 3 of 128; more go a row at a time), head sizes 64, 128 and 80.
+TEST(AttendManyGroups, RowsOverOneWindowGiveTheBitsOfEachRowAlone) {
+  std::mt19937 rng(31);
+  for (const int threads : {2, 8})  // 8: 6 heads get two runs of rows each
+  for (const int heads : {6, 20})
+    for (const int64_t hd : {64, 128, 80})
+      for (const int64_t tq : {2, 3, 5, 6, 8}) {
+        ThreadPool pool(threads);
+        const int64_t d = heads * hd, tk = tq == 5 && heads == 6 ? 1500 : 203;
+        Tensor q = random_tensor({tq, d}, rng), kv = quick_random_tensor({tk, 2 * d}, rng());
+        Tensor out = Tensor::zeros({tq, d}), w = Tensor::zeros({heads, tq, tk});
+        const float* k = kv.data<float>();
+        const AttentionRows call{q.data<float>(), d, k, 2 * d, k + d, 2 * d, out.data<float>(), d, tq, tk};
+        cpu_attend(pool, call, heads, hd, false, 0, w.data<float>());
+        for (int64_t i = 0; i < tq; ++i) {
+          Tensor one = Tensor::zeros({1, d}), w1 = Tensor::zeros({heads, 1, tk});
+          const AttentionRows row{q.data<float>() + i * d, d, k, 2 * d, k + d, 2 * d, one.data<float>(), d, 1, tk};
+          cpu_attend(pool, row, heads, hd, false, 0, w1.data<float>());
+          for (int64_t j = 0; j < d; ++j)
+            ASSERT_EQ(out.data<float>()[i * d + j], one.data<float>()[j])
+                << heads << " heads of " << hd << ", " << tq << " rows: row " << i << " value " << j;
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t t = 0; t < tk; ++t)
+              ASSERT_EQ(w.data<float>()[(h * tq + i) * tk + t], w1.data<float>()[h * tk + t])
+                  << heads << " heads of " << hd << ", " << tq << " rows: row " << i << " head " << h;
+        }
+      }
+}
+
+// The same for f16 keys and values (the quantized modes' cross K/V) through
+// attention_rows: a window's beams as one call give each row's bits alone.
+TEST(AttendManyGroups, HalfKeysRowsOverOneWindowGiveTheBitsOfEachRowAlone) {
+  std::mt19937 rng(37);
+  for (const int threads : {2, 8})
+    for (const int64_t hd : {64, 80})
+      for (const int64_t tq : {2, 5, 8}) {
+        ThreadPool pool(threads);
+        const int heads = 6;
+        const int64_t d = heads * hd, tk = 301;
+        Tensor q = random_tensor({tq, d}, rng), kv = to_dtype(quick_random_tensor({tk, 2 * d}, rng()), DType::F16);
+        Tensor out = Tensor::zeros({tq, d}), w = Tensor::zeros({heads, tq, tk});
+        const uint16_t* k = kv.data<uint16_t>();
+        attention_rows(pool, {q.data<float>(), d, k, 2 * d, k + d, 2 * d, DType::F16, out.data<float>(), d, tq, tk},
+                       heads, hd, false, 0, w.data<float>());
+        for (int64_t i = 0; i < tq; ++i) {
+          Tensor one = Tensor::zeros({1, d}), w1 = Tensor::zeros({heads, 1, tk});
+          attention_rows(pool, {q.data<float>() + i * d, d, k, 2 * d, k + d, 2 * d, DType::F16, one.data<float>(), d, 1, tk},
+                         heads, hd, false, 0, w1.data<float>());
+          for (int64_t j = 0; j < d; ++j)
+            ASSERT_EQ(out.data<float>()[i * d + j], one.data<float>()[j]) << hd << ", " << tq << " rows: row " << i;
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t t = 0; t < tk; ++t)
+              ASSERT_EQ(w.data<float>()[(h * tq + i) * tk + t], w1.data<float>()[h * tk + t]) << hd << ", row " << i;
+        }
       }
 }
 
