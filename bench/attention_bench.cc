@@ -48,7 +48,8 @@ void BM_AttendMany(benchmark::State& state) {
 }
 
 // Cross-attention of tiny (6 heads) over 1, 5 and 8 windows of one row, and one window's 5
-// beams; base (8 heads) over 5 windows; the self-attention of 5 rows over 100 cached tokens.
+// beams; base (8 heads) over 5 windows; the self-attention of 5 rows over 100 cached tokens;
+// large-v3's 20 heads over 1 and 5 windows and one window's 5 beams.
 BENCHMARK(BM_AttendMany)
     ->Args({1, 1, 1500, 6, 2, 0})
     ->Args({5, 1, 1500, 6, 2, 0})
@@ -56,6 +57,9 @@ BENCHMARK(BM_AttendMany)
     ->Args({1, 5, 1500, 6, 2, 0})
     ->Args({5, 1, 1500, 8, 2, 0})
     ->Args({5, 1, 100, 6, 2, 1})
+    ->Args({1, 1, 1500, 20, 2, 0})
+    ->Args({5, 1, 1500, 20, 2, 0})
+    ->Args({1, 5, 1500, 20, 2, 0})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

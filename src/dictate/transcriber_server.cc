@@ -146,11 +146,10 @@ class ServerTranscriber : public Transcriber {
                                        "the server restarted)");
     if (r->status == 404)
       throw Error(ErrorCode::InvalidArgument, "[dictate] " + url_ + " is not a hark server (" + what + ": 404); check --server");
-    // A server stopping gracefully answers 503 until it closes: its advice is written for
-    // API clients (open a new session elsewhere); the person at the microphone needs the
-    // same advice as for a server that is gone.
-    if (r->status == 503 && (code == "server_draining" || code == "session_closed" ||
-                             message.find("shutting down") != std::string::npos))
+    // A server stopping gracefully answers 503 server_draining / session_closed until it
+    // closes: its advice is written for API clients (open a new session elsewhere); the
+    // person at the microphone needs the same advice as for a server that is gone.
+    if (r->status == 503 && (code == "server_draining" || code == "session_closed"))
       throw Error(ErrorCode::Network, "[dictate] hark serve at " + url_ + " is shutting down (" + what +
                                           "); start it again with `hark serve`, or transcribe in this process "
                                           "with --model M");

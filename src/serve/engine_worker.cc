@@ -35,8 +35,8 @@ std::future<void> EngineWorker::submit(JobFn fn, JobOptions options) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {
-      job->done.set_exception(std::make_exception_ptr(
-          Error(ErrorCode::Unavailable, "[serve] the server is shutting down; retry on another instance")));
+      job->done.set_exception(std::make_exception_ptr(ApiError(
+          503, "server_error", "server_draining", "[serve] the server is shutting down; retry on another instance")));
       return future;
     }
     if (job->options.bounded) {

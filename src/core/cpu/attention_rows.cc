@@ -139,111 +139,58 @@ HARK_UNINSTRUMENTED void head_values(const float* p, const E* v, int64_t tk, int
   }
 }
 
-// Scores and values of `heads` adjacent heads of one query row: each key row's slice of
-// all of them is read in one pass (heads · hd contiguous values where one head reads hd),
-// so a row's K and V are streamed once instead of once a head. Every score and every
-// output value is summed in the same order as head_scores / head_values compute it.
+// Scores and values of a HeadSet (attention_rows.h): each key row's slice of the whole set
+// is fetched once (adjacent heads: one contiguous run; a window's beams: the same slice for
+// every row). Every score and output value is summed in the order head_scores /
+// head_values use for one head of one row.
 template <class E>
-HARK_UNINSTRUMENTED void group_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, int heads,
-                                      float scale, float* scores, int64_t lds) {
+HARK_UNINSTRUMENTED void set_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, HeadSet set,
+                                    float scale, float* scores, int64_t lds) {
+  const int64_t span = set.kv_step * (set.n - 1) + hd;
   int64_t t = 0;
   for (; t + 8 <= tk; t += 8) {
-    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, heads * hd);
-    for (int g = 0; g < heads; ++g) score_block8(q + g * hd, k + t * d + g * hd, d, hd, scale, scores + g * lds + t);
+    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, span);
+    for (int i = 0; i < set.n; ++i)
+      score_block8(q + i * set.q_step, k + t * d + i * set.kv_step, d, hd, scale, scores + i * lds + t);
   }
   for (; t < tk; ++t)
-    for (int g = 0; g < heads; ++g) scores[g * lds + t] = score_one(q + g * hd, k + t * d + g * hd, hd, scale);
+    for (int i = 0; i < set.n; ++i)
+      scores[i * lds + t] = score_one(q + i * set.q_step, k + t * d + i * set.kv_step, hd, scale);
 }
 
 #if defined(__AVX512F__)
-// Up to kGroupAccumulators 16-wide accumulators: a group's heads · hd/16 of them.
-constexpr int kGroupAccumulators = 24;
+// The set's value sums in registers: up to 24 16-wide accumulators (n · hd/16 of them).
+constexpr int kSetAccumulators = 24;
 template <class E, int Blocks>
-HARK_UNINSTRUMENTED void group_values_wide(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int heads,
-                                           float* out) {
+HARK_UNINSTRUMENTED void set_values_wide(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, HeadSet set,
+                                         float* out) {
   constexpr int64_t hd = 16 * Blocks;
-  __m512 acc[kGroupAccumulators];
+  const int64_t span = set.kv_step * (set.n - 1) + hd;
+  __m512 acc[kSetAccumulators];
   for (auto& a : acc) a = _mm512_setzero_ps();
   for (int64_t t = 0; t < tk; ++t) {
-    prefetch_slice(v + (t + kPrefetchRows) * d, heads * hd);
+    prefetch_slice(v + (t + kPrefetchRows) * d, span);
     const E* row = v + t * d;
-    for (int g = 0; g < heads; ++g) {
-      const __m512 pv = _mm512_set1_ps(p[g * lds + t]);
+    for (int i = 0; i < set.n; ++i) {
+      const __m512 pv = _mm512_set1_ps(p[i * lds + t]);
       for (int b = 0; b < Blocks; ++b)
-        acc[g * Blocks + b] = _mm512_fmadd_ps(load16(row + g * hd + 16 * b), pv, acc[g * Blocks + b]);
+        acc[i * Blocks + b] = _mm512_fmadd_ps(load16(row + i * set.kv_step + 16 * b), pv, acc[i * Blocks + b]);
     }
   }
-  for (int g = 0; g < heads; ++g)
-    for (int b = 0; b < Blocks; ++b) _mm512_storeu_ps(out + g * hd + 16 * b, acc[g * Blocks + b]);
-}
-#endif
-
-// Whether group_values streams the heads together (else it runs head_values a head at a
-// time, the same sums).
-[[maybe_unused]] bool group_values_fused(int64_t hd, int heads) {
-#if defined(__AVX512F__)
-  return (hd == 64 && heads * 4 <= kGroupAccumulators) || (hd == 128 && heads * 8 <= kGroupAccumulators);
-#else
-  (void)hd, (void)heads;
-  return false;
-#endif
-}
-
-template <class E>
-HARK_UNINSTRUMENTED void group_values(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int64_t hd,
-                                      int heads, float* out) {
-#if defined(__AVX512F__)
-  if (group_values_fused(hd, heads))
-    return hd == 64 ? group_values_wide<E, 4>(p, lds, v, tk, d, heads, out)
-                    : group_values_wide<E, 8>(p, lds, v, tk, d, heads, out);
-#endif
-  for (int g = 0; g < heads; ++g) head_values(p + g * lds, v + g * hd, tk, d, hd, out + g * hd);
-}
-
-// Scores and values of `rows` query rows over one head's keys (a window's beams): each key's
-// slice is fetched once for all rows. Every score and output value is summed in the order
-// head_scores / head_values use for one row.
-template <class E>
-HARK_UNINSTRUMENTED void rows_scores(const float* q, int64_t ldq, int rows, const E* k, int64_t tk, int64_t d,
-                                     int64_t hd, float scale, float* scores, int64_t lds) {
-  int64_t t = 0;
-  for (; t + 8 <= tk; t += 8) {
-    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, hd);
-    for (int r = 0; r < rows; ++r) score_block8(q + r * ldq, k + t * d, d, hd, scale, scores + r * lds + t);
-  }
-  for (; t < tk; ++t)
-    for (int r = 0; r < rows; ++r) scores[r * lds + t] = score_one(q + r * ldq, k + t * d, hd, scale);
-}
-
-#if defined(__AVX512F__)
-template <class E, int Blocks>
-HARK_UNINSTRUMENTED void rows_values_wide(const float* p, int64_t lds, int rows, const E* v, int64_t tk, int64_t d,
-                                          float* out, int64_t ldo) {
-  __m512 acc[kGroupAccumulators];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  for (int64_t t = 0; t < tk; ++t) {
-    prefetch_slice(v + (t + kPrefetchRows) * d, 16 * Blocks);
-    const E* row = v + t * d;
-    __m512 vv[Blocks];
-    for (int b = 0; b < Blocks; ++b) vv[b] = load16(row + 16 * b);
-    for (int r = 0; r < rows; ++r) {
-      const __m512 pv = _mm512_set1_ps(p[r * lds + t]);
-      for (int b = 0; b < Blocks; ++b) acc[r * Blocks + b] = _mm512_fmadd_ps(vv[b], pv, acc[r * Blocks + b]);
-    }
-  }
-  for (int r = 0; r < rows; ++r)
-    for (int b = 0; b < Blocks; ++b) _mm512_storeu_ps(out + r * ldo + 16 * b, acc[r * Blocks + b]);
+  for (int i = 0; i < set.n; ++i)
+    for (int b = 0; b < Blocks; ++b) _mm512_storeu_ps(out + i * set.out_step + 16 * b, acc[i * Blocks + b]);
 }
 #endif
 
 template <class E>
-HARK_UNINSTRUMENTED void rows_values(const float* p, int64_t lds, int rows, const E* v, int64_t tk, int64_t d,
-                                     int64_t hd, float* out, int64_t ldo) {
+HARK_UNINSTRUMENTED void set_values(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int64_t hd,
+                                    HeadSet set, float* out) {
 #if defined(__AVX512F__)
-  if (hd == 64 && rows * 4 <= kGroupAccumulators) return rows_values_wide<E, 4>(p, lds, rows, v, tk, d, out, ldo);
-  if (hd == 128 && rows * 8 <= kGroupAccumulators) return rows_values_wide<E, 8>(p, lds, rows, v, tk, d, out, ldo);
+  if (hd == 64 && set.n * 4 <= kSetAccumulators) return set_values_wide<E, 4>(p, lds, v, tk, d, set, out);
+  if (hd == 128 && set.n * 8 <= kSetAccumulators) return set_values_wide<E, 8>(p, lds, v, tk, d, set, out);
 #endif
-  for (int r = 0; r < rows; ++r) head_values(p + r * lds, v, tk, d, hd, out + r * ldo);
+  for (int i = 0; i < set.n; ++i)
+    head_values(p + i * lds, v + i * set.kv_step, tk, d, hd, out + i * set.out_step);
 }
 constexpr bool kVectorised = true;
 #else
@@ -263,24 +210,16 @@ HARK_UNINSTRUMENTED void head_values(const float* p, const E* v, int64_t tk, int
     for (int64_t j = 0; j < hd; ++j) out[j] += p[t] * value(v[t * d + j]);
 }
 template <class E>
-HARK_UNINSTRUMENTED void group_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, int heads,
-                                      float scale, float* scores, int64_t lds) {
-  for (int g = 0; g < heads; ++g) head_scores(q + g * hd, k + g * hd, tk, d, hd, scale, scores + g * lds);
+HARK_UNINSTRUMENTED void set_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, HeadSet set,
+                                    float scale, float* scores, int64_t lds) {
+  for (int i = 0; i < set.n; ++i)
+    head_scores(q + i * set.q_step, k + i * set.kv_step, tk, d, hd, scale, scores + i * lds);
 }
 template <class E>
-HARK_UNINSTRUMENTED void group_values(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int64_t hd,
-                                      int heads, float* out) {
-  for (int g = 0; g < heads; ++g) head_values(p + g * lds, v + g * hd, tk, d, hd, out + g * hd);
-}
-template <class E>
-HARK_UNINSTRUMENTED void rows_scores(const float* q, int64_t ldq, int rows, const E* k, int64_t tk, int64_t d,
-                                     int64_t hd, float scale, float* scores, int64_t lds) {
-  for (int r = 0; r < rows; ++r) head_scores(q + r * ldq, k, tk, d, hd, scale, scores + r * lds);
-}
-template <class E>
-HARK_UNINSTRUMENTED void rows_values(const float* p, int64_t lds, int rows, const E* v, int64_t tk, int64_t d,
-                                     int64_t hd, float* out, int64_t ldo) {
-  for (int r = 0; r < rows; ++r) head_values(p + r * lds, v, tk, d, hd, out + r * ldo);
+HARK_UNINSTRUMENTED void set_values(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, int64_t hd,
+                                    HeadSet set, float* out) {
+  for (int i = 0; i < set.n; ++i)
+    head_values(p + i * lds, v + i * set.kv_step, tk, d, hd, out + i * set.out_step);
 }
 constexpr bool kVectorised = false;
 #endif
@@ -299,22 +238,22 @@ void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const 
   if (!causal && a.tq > 1) {
     // A window's beams: a task a head, each key's and value's slice read once for all rows
     // (the same sums as a row alone).
-    const int64_t tq = a.tq, tk = a.tk, runs = shared_key_row_runs(tq, n_heads, pool.size());
-    const int64_t per_run = (tq + runs - 1) / runs;
-    pool.parallel_for(n_heads * runs, [&](int64_t begin, int64_t end) {
+    const int64_t tq = a.tq, tk = a.tk;
+    const RowRuns runs = shared_key_row_runs(tq, n_heads, pool.size());
+    pool.parallel_for(n_heads * runs.runs, [&](int64_t begin, int64_t end) {
       thread_local std::vector<float> scores;
-      if (scores.size() < static_cast<size_t>(per_run * tk)) scores.resize(per_run * tk);
+      if (scores.size() < static_cast<size_t>(runs.per_run * tk)) scores.resize(runs.per_run * tk);
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t h = task / runs, i0 = (task % runs) * per_run, i1 = std::min(tq, i0 + per_run);
-        if (i0 >= i1) continue;
-        const int rows = static_cast<int>(i1 - i0);
-        rows_scores(a.q + i0 * a.ldq + h * hd, a.ldq, rows, k + h * hd, tk, a.ldk, hd, scale, scores.data(), tk);
+        const int64_t h = task / runs.runs, i0 = (task % runs.runs) * runs.per_run;
+        const int64_t i1 = std::min(tq, i0 + runs.per_run);
+        const HeadSet rows = beam_rows(i1 - i0, a.ldq, a.ldo);
+        set_scores(a.q + i0 * a.ldq + h * hd, k + h * hd, tk, a.ldk, hd, rows, scale, scores.data(), tk);
         for (int64_t i = i0; i < i1; ++i) {
           float* s = scores.data() + (i - i0) * tk;
           softmax_row(s, tk, tk);
           if (weights) store_weights_row(s, h, i, tq, tk, tk, weights);
         }
-        rows_values(scores.data(), tk, rows, v + h * hd, tk, a.ldv, hd, a.out + i0 * a.ldo + h * hd, a.ldo);
+        set_values(scores.data(), tk, v + h * hd, tk, a.ldv, hd, rows, a.out + i0 * a.ldo + h * hd);
       }
     });
     return;
@@ -331,29 +270,12 @@ void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const 
 
 }  // namespace
 
-void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
-                            int64_t head_dim, float* scores, float* out) {
+void attention_head_set_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
+                            int64_t head_dim, HeadSet set, float* scores, int64_t lds, float* out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  head_scores(q, k, visible, ldk, head_dim, scale, scores);
-  softmax_row(scores, visible, visible);
-  head_values(scores, v, visible, ldv, head_dim, out);
-}
-
-void attention_head_group_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv,
-                                  int64_t visible, int64_t head_dim, int heads, float* scores, int64_t lds, float* out) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  group_scores(q, k, visible, ldk, head_dim, heads, scale, scores, lds);
-  for (int g = 0; g < heads; ++g) softmax_row(scores + g * lds, visible, visible);
-  group_values(scores, lds, v, visible, ldv, head_dim, heads, out);
-}
-
-void attention_head_rows_f32(const float* q, int64_t ldq, int rows, const float* k, int64_t ldk, const float* v,
-                             int64_t ldv, int64_t visible, int64_t head_dim, float* scores, int64_t lds, float* out,
-                             int64_t ldo) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  rows_scores(q, ldq, rows, k, visible, ldk, head_dim, scale, scores, lds);
-  for (int r = 0; r < rows; ++r) softmax_row(scores + r * lds, visible, visible);
-  rows_values(scores, lds, rows, v, visible, ldv, head_dim, out, ldo);
+  set_scores(q, k, visible, ldk, head_dim, set, scale, scores, lds);
+  for (int i = 0; i < set.n; ++i) softmax_row(scores + i * lds, visible, visible);
+  set_values(scores, lds, v, visible, ldv, head_dim, set, out);
 }
 
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,

@@ -85,34 +85,39 @@ void check_attention_spans(const float* q, int64_t ldq, const E* k, int64_t ldk,
   check_strided(out, tq, ldo, width);
 }
 
-// One head of one query row over fp32 keys and values: q, k and v point at the head's first
-// column (k/v rows ldk/ldv floats apart), scores has room for `visible` values and holds the
-// softmax afterwards, out receives head_dim values. The same arithmetic as attention_rows,
-// whatever the other rows and heads of the call: the CPU's fp32 decoder steps run each
-// (window, head, row) of a step through it in one parallel loop (cpu_attend_many), which
-// checks each call's spans first (check_attention_spans): this function does not.
-void attention_head_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
-                            int64_t head_dim, float* scores, float* out);
+// A set of (head, query row) pairs over the same `visible` key rows, computed together so
+// that each key's and value's slice is read once for the whole set: pair i's query at
+// q + i·q_step, its K and V columns at k, v + i·kv_step, its output at out + i·out_step,
+// its score row at scores + i·lds. Adjacent heads of one row: steps of head_dim; a
+// window's beams (one head, several rows): kv_step 0.
+struct HeadSet {
+  int n;
+  int64_t q_step, kv_step, out_step;
+};
+inline HeadSet adjacent_heads(int heads, int64_t head_dim) { return {heads, head_dim, head_dim, head_dim}; }
+inline HeadSet beam_rows(int64_t rows, int64_t ldq, int64_t ldo) { return {static_cast<int>(rows), ldq, 0, ldo}; }
 
-// attention_head_row_f32 for `heads` adjacent heads at once (q, k, v and out at the first
-// head's column; scores holds head g's row at scores + g·lds, lds ≥ visible): the same
-// numbers, with each key's and value's row read in one pass for all of them.
-void attention_head_group_row_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv,
-                                  int64_t visible, int64_t head_dim, int heads, float* scores, int64_t lds, float* out);
+// A HeadSet over fp32 keys and values (q, k, v, out at its first pair; k/v rows ldk/ldv
+// floats apart; scores with room for n rows of lds ≥ visible, holding the softmax
+// afterwards). Every score and output is summed in the same order whatever the set, so a
+// (head, row)'s numbers do not depend on the other heads and rows of the call: the CPU's
+// fp32 decoder steps run every window of a step through it in one parallel loop
+// (cpu_attend_many), which checks each call's spans first (check_attention_spans): this
+// function does not.
+void attention_head_set_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
+                            int64_t head_dim, HeadSet set, float* scores, int64_t lds, float* out);
 
-// A call of tq rows over the same keys (a window's beams) is split into tasks of a head
-// and a run of rows: the fewest runs that still give every thread of the pool a task, so
-// each task reads its head's keys once for as many rows as it can.
-inline int64_t shared_key_row_runs(int64_t tq, int n_heads, int64_t threads) {
-  return std::clamp<int64_t>((threads + n_heads - 1) / n_heads, 1, tq);
+// A call of tq rows over the same keys (a window's beams) is split into tasks of a head and
+// a run of rows: the fewest runs that still give every thread of the pool a task, so each
+// task reads its head's keys once for as many rows as it can; no run is empty.
+struct RowRuns {
+  int64_t runs, per_run;
+};
+inline RowRuns shared_key_row_runs(int64_t tq, int n_heads, int64_t threads) {
+  const int64_t wanted = std::clamp<int64_t>((threads + n_heads - 1) / n_heads, 1, tq);
+  const int64_t per_run = (tq + wanted - 1) / wanted;
+  return {(tq + per_run - 1) / per_run, per_run};
 }
-
-// attention_head_row_f32 for `rows` query rows (q + r·ldq, out + r·ldo) over the same
-// `visible` keys of one head, e.g. a window's beams: the same numbers, with each key's and
-// value's slice read once for all rows. scores holds row r's at scores + r·lds.
-void attention_head_rows_f32(const float* q, int64_t ldq, int rows, const float* k, int64_t ldk, const float* v,
-                             int64_t ldv, int64_t visible, int64_t head_dim, float* scores, int64_t lds, float* out,
-                             int64_t ldo);
 
 // out = softmax(scale · q Kᵀ) V per head for f32 or f16 K/V; `weights` (optional) receives
 // the softmax [n_heads, tq, tk]. Causal: row i sees keys up to i + causal_offset.

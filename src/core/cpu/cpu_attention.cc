@@ -18,11 +18,11 @@ namespace {
 // One attention call's (head, block of query rows) tasks.
 struct AttendPlan {
   int64_t row_blocks = 1, rows_per_block = 0;
-  bool few = false;  // (head group, query row) tasks of direct loops
-  bool rows_together = false;  // few, all rows over the same keys: tasks of a head and a run of rows
-  int64_t row_runs = 1, rows_per_run = 0;
-  int group_heads = 1;  // heads a few-query task covers
-  int64_t groups = 0;   // head groups of a few-query call
+  bool few = false;            // (head group, query row) tasks of direct loops
+  bool rows_together = false;  // few, every row over the same keys: (head, run of rows) tasks
+  RowRuns runs{1, 0};          // of a rows_together call
+  int group_heads = 1;         // heads a (head group, query row) task covers
+  int64_t groups = 0;          // head groups of such a call
 };
 
 AttendPlan plan_for(const AttentionRows& a, int n_heads, int64_t threads) {
@@ -50,7 +50,7 @@ void attend_block(const AttentionRows& a, int64_t h, int64_t r0, int64_t r1, int
 }
 
 // Queries per call up to which each (head, query row) is one task of direct loops
-// (attention_head_row_f32) instead of sgemm calls: decoder steps (one row, or a few beams)
+// (attention_head_set_f32) instead of sgemm calls: decoder steps (one row, or a few beams)
 // and short prompts. Their cross-attention is bound by reading every row's window once.
 constexpr int64_t kFewQueries = 8;
 
@@ -58,12 +58,8 @@ constexpr int64_t kFewQueries = 8;
 void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, int64_t hd, bool causal,
                      int64_t causal_offset, float* s, float* wp) {
   const int64_t tk = a.tk, visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
-  if (heads == 1)
-    attention_head_row_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd, s,
-                           a.out + i * a.ldo + h * hd);
-  else
-    attention_head_group_row_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd,
-                                 heads, s, tk, a.out + i * a.ldo + h * hd);
+  attention_head_set_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd,
+                         adjacent_heads(heads, hd), s, tk, a.out + i * a.ldo + h * hd);
   if (wp)
     for (int g = 0; g < heads; ++g) store_weights_row(s + g * tk, h + g, i, a.tq, tk, visible, wp);
 }
@@ -72,9 +68,8 @@ void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, in
 // window's beams in the cross-attention): each key's slice is read once for those rows.
 void attend_head_rows(const AttentionRows& a, int64_t h, int64_t i0, int64_t i1, int64_t hd, float* s, float* wp) {
   const int64_t tk = a.tk;
-  if (i0 >= i1) return;
-  attention_head_rows_f32(a.q + i0 * a.ldq + h * hd, a.ldq, static_cast<int>(i1 - i0), a.k + h * hd, a.ldk,
-                          a.v + h * hd, a.ldv, tk, hd, s, tk, a.out + i0 * a.ldo + h * hd, a.ldo);
+  attention_head_set_f32(a.q + i0 * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, tk, hd,
+                         beam_rows(i1 - i0, a.ldq, a.ldo), s, tk, a.out + i0 * a.ldo + h * hd);
   if (wp)
     for (int64_t i = i0; i < i1; ++i) store_weights_row(s + (i - i0) * tk, h, i, a.tq, tk, tk, wp);
 }
@@ -84,7 +79,8 @@ void attend_head_rows(const AttentionRows& a, int64_t h, int64_t i0, int64_t i1,
 // one product), so each row is a new page the hardware prefetchers do not follow; adjacent
 // heads read together make each visit one longer run. Fewer, larger tasks balance the pool
 // worse, so heads are grouped only while a call set still has about four tasks a thread
-// (a batched step of several windows; one window alone keeps a task a head).
+// (a batched step of several windows; one window alone keeps a task a head while it has at
+// most four heads a thread: tiny and base on two threads, not small or larger).
 int group_heads_for(int64_t few_rows, int64_t other_tasks, int n_heads, int64_t threads) {
   if (few_rows <= 0) return 1;
   const int64_t wanted = std::max<int64_t>(1, 4 * threads - other_tasks);  // tasks still to make
@@ -116,30 +112,33 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
   int64_t few_rows = 0, together_tasks = 0;
   for (const AttentionRows& a : calls) {
     if (together(a))
-      together_tasks += n_heads * shared_key_row_runs(a.tq, n_heads, pool.size());
+      together_tasks += n_heads * shared_key_row_runs(a.tq, n_heads, pool.size()).runs;
     else if (few(a))
       few_rows += a.tq;
   }
   const int group_heads = group_heads_for(few_rows, together_tasks, n_heads, pool.size());
   for (const AttentionRows& a : calls) {
+    int64_t tasks_of_call = 0;
     AttendPlan p = plan_for(a, n_heads, pool.size());
     p.few = few(a);
     p.rows_together = together(a);
-    if (p.few) {
-      check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
-      p.group_heads = p.rows_together ? 1 : group_heads;
-      p.groups = (n_heads + p.group_heads - 1) / p.group_heads;
-    }
+    if (p.few) check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
     if (p.rows_together) {
-      p.row_runs = shared_key_row_runs(a.tq, n_heads, pool.size());
-      p.rows_per_run = (a.tq + p.row_runs - 1) / p.row_runs;
+      p.runs = shared_key_row_runs(a.tq, n_heads, pool.size());
+      tasks_of_call = n_heads * p.runs.runs;
+      scratch = std::max(scratch, p.runs.per_run * a.tk);
+    } else if (p.few) {
+      p.group_heads = group_heads;
+      p.groups = (n_heads + group_heads - 1) / group_heads;
+      tasks_of_call = p.groups * a.tq;
+      scratch = std::max(scratch, p.group_heads * a.tk);
+    } else {
+      tasks_of_call = n_heads * p.row_blocks;
+      scratch = std::max(scratch, p.rows_per_block * a.tk);
     }
     plans.push_back(p);
     first_task.push_back(tasks);
-    tasks += p.rows_together ? n_heads * p.row_runs : p.few ? p.groups * a.tq : n_heads * p.row_blocks;
-    scratch = std::max(scratch, p.rows_together ? p.rows_per_run * a.tk
-                                : p.few         ? p.group_heads * a.tk
-                                                : p.rows_per_block * a.tk);
+    tasks += tasks_of_call;
   }
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     // Per-thread scratch, kept between calls: a fresh 4 MB buffer per encoder layer would
@@ -154,8 +153,8 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
       const int64_t offset = causal_offsets.empty() ? 0 : causal_offsets[c];
       float* wp = weights.empty() ? nullptr : weights[c];
       if (p.rows_together) {
-        const int64_t i0 = (local % p.row_runs) * p.rows_per_run;
-        attend_head_rows(calls[c], local / p.row_runs, i0, std::min(calls[c].tq, i0 + p.rows_per_run), hd,
+        const int64_t i0 = (local % p.runs.runs) * p.runs.per_run;
+        attend_head_rows(calls[c], local / p.runs.runs, i0, std::min(calls[c].tq, i0 + p.runs.per_run), hd,
                          scores.data(), wp);
         continue;
       }

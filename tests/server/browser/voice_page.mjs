@@ -92,7 +92,7 @@ try {
   check(status.startsWith('Inserted'), `status after release: '${status}'`);
   // The browser's capture is not the file: Chromium's fake microphone and the page's own
   // resampling change the samples, and a loaded machine can drop a capture buffer, which
-  // can flip one word of the toy model's reading (seen once in ~20 runs, with the tests
+  // can flip one word of the toy model's reading (seen once in six local runs, with the tests
   // running two at a time). One word may differ; the caret placement must be exact.
   const inserted = squash(text), want = squash(`Before. ${expected} After.`);
   const differing = wordEdits(inserted, want);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_engine.h"
+#include "serve/api_error.h"
 #include "serve/engine_worker.h"
 
 namespace hark::serve {
@@ -140,7 +141,14 @@ TEST(EngineWorker, ShutdownRunsQueuedJobsThenRefusesNewOnes) {
   worker.shutdown();
   EXPECT_EQ(ran, 4);
   for (auto& f : done) f.get();
-  EXPECT_THROW(worker.submit([](JobContext&) {}).get(), Error);
+  // Refused as a draining server's work is (the dictation client reads the code).
+  try {
+    worker.submit([](JobContext&) {}).get();
+    ADD_FAILURE() << "a job submitted after shutdown ran";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_EQ(e.code(), "server_draining");
+  }
 }
 
 }  // namespace
