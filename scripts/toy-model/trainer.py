@@ -342,9 +342,7 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
             g["lr"] = args.lr * lr_factor(step, args.warmup_steps, first_step or None, cooldown,
                                           cooldown_after=getattr(args, "cooldown_after", 0.0),
                                           cooldown_scale=cooldown_scale(args))
-        with autocast:
-            logits = model(input_features=feats, decoder_input_ids=inputs, use_cache=False).logits
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        loss = target_loss(model, feats, inputs, labels, autocast)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -372,6 +370,23 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
             "used_lines": used_lines}
     log(f"training done: steps {first_step}..{step}, {windows} windows, {info['audio_hours']} h of clips")
     return model, opt, info
+
+
+def target_loss(model, feats, inputs, labels, autocast):
+    """The mean cross-entropy over the taught positions (labels != -100), the same number as
+    the cross-entropy of the whole logits with ignore_index=-100. Only the taught positions'
+    hidden states go through the 51 865-token output layer: the padding of a batch's shorter
+    targets and the untaught prompt tokens never form logits, and neither does their fp32
+    copy (the largest tensors of a step: at batch 128 they did not fit an H100's 80 GB).
+    A model without Whisper's decoder/output split gets the whole-logits loss."""
+    taught = labels != -100
+    with autocast:
+        if hasattr(model, "model") and hasattr(model, "proj_out"):
+            hidden = model.model(input_features=feats, decoder_input_ids=inputs, use_cache=False).last_hidden_state
+            logits = model.proj_out(hidden[taught])
+        else:
+            logits = model(input_features=feats, decoder_input_ids=inputs, use_cache=False).logits[taught]
+    return F.cross_entropy(logits.float(), labels[taught])
 
 
 def generation_config(alignment_heads, n_dec_layers, n_heads):
