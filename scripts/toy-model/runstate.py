@@ -173,10 +173,14 @@ def read_slice(corpus_dir, lang, start, count):
             raise ValueError(f"[state] corpus train-{lang} is empty")
         return [((start + i) % len(lines), lines[(start + i) % len(lines)]) for i in range(min(count, len(lines)))]
     header, lines = _read_slice_file(corpus_dir, lang)
-    if header["start"] != start:
-        raise ValueError(f"[state] the {lang} slice starts at line {header['start']} but the state is at {start}; "
-                         "cut a new slice from the state you resume (runstate.py slice)")
-    return [((start + i) % header["lines"], text) for i, text in enumerate(lines[:count])]
+    # A state may lie inside the slice it was trained from: a slice cut for two runs lets
+    # the second resume on the GPU machine from the first one's state, with nothing
+    # recut here in between. Only what the slice holds from that line on is read.
+    offset = (start - header["start"]) % header["lines"]
+    if offset >= len(lines):
+        raise ValueError(f"[state] the {lang} slice starts at line {header['start']} and holds {len(lines)} lines, "
+                         f"but the state is at {start}; cut a new slice from the state you resume (runstate.py slice)")
+    return [((start + i) % header["lines"], text) for i, text in enumerate(lines[offset:offset + count])]
 
 
 def cut_slices(corpus_dir, positions, count, out_dir):

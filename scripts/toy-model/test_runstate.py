@@ -78,7 +78,22 @@ class Positions(unittest.TestCase):
             self.assertEqual(runstate.read_slice(cut, "en", 8, 3), runstate.read_slice(full, "en", 8, 3))
             self.assertTrue(os.path.exists(os.path.join(cut, "eval-en.txt")))
             with self.assertRaisesRegex(ValueError, "slice starts at line 8"):
-                runstate.read_slice(cut, "en", 0, 3)
+                runstate.read_slice(cut, "en", 3, 3)  # lines 8, 9, 0, 1 are in it; 3 is not
+
+    def test_a_state_inside_its_slice_reads_on_from_there(self):
+        """A slice cut for two runs: the second run's state lies inside it (wrapping too),
+        and reads the rest of the slice, the same lines as from the full corpus."""
+        with tempfile.TemporaryDirectory() as d:
+            full, cut = os.path.join(d, "full"), os.path.join(d, "cut")
+            os.makedirs(full)
+            _corpus(full, "en", [f"Sentence {i}." for i in range(10)])
+            runstate.cut_slices(full, {"en": 6}, 8, cut)  # lines 6..9, 0..3
+            self.assertEqual(runstate.read_slice(cut, "en", 9, 3), runstate.read_slice(full, "en", 9, 3))
+            self.assertEqual(runstate.read_slice(cut, "en", 1, 3), runstate.read_slice(full, "en", 1, 3))
+            self.assertEqual([n for n, _ in runstate.read_slice(cut, "en", 2, 5)], [2, 3])  # what is left
+            for outside in (4, 5):
+                with self.assertRaisesRegex(ValueError, "holds 8 lines, but the state is at"):
+                    runstate.read_slice(cut, "en", outside, 3)
 
     def test_changed_corpus_is_refused(self):
         with tempfile.TemporaryDirectory() as d:
