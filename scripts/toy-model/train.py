@@ -198,6 +198,14 @@ def main():
                                              label=f"-{state['step']}", vtlp_share=args.vtlp_share)
     attach_lines(train_meta, texts, lines)
     log(f"texts ready: {len(train_meta)} train from positions {state['position']}, {len(eval_meta)} held out")
+    # One BLAS/OpenMP thread a process: the voice-shape perturbation's LPC product (a numpy
+    # matmul) otherwise starts a thread per core in each of the ~15 synthesis workers. On
+    # the H200 of 2026-12-06 that oversubscription cut synthesis to ~93 clips/s and training
+    # to ~310 windows/s (run 17a); with one thread (run 17b) ~410 clips/s and ~710 windows/s.
+    # Set before torch is imported here, so the training process has one CPU thread too,
+    # as it had in run 17b (its CPU work is Python; the GPU does the rest).
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
     pool = start_pool(args.workers)
     eval_clips = [c for part in pool.map(synth.synth_job, eval_jobs) for c in part] if args.eval != "none" else []
     log(f"held-out clips synthesized: {len(eval_clips)}")
