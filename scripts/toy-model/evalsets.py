@@ -23,13 +23,14 @@ class HeldOut:
     """Held-out clips: a ClipTable plus audio and word timings per clip."""
 
     def __init__(self, eval_clips, eval_meta, tok):
-        self.table, self.audio, self.words = layout.ClipTable(), [], []
+        self.table, self.audio, self.words, self.voices = layout.ClipTable(), [], [], []
         for index, clip, words in sorted(eval_clips, key=lambda c: c[0]):
             if len(clip) >= RATE // 5:
                 m = eval_meta[index]
                 self.table.add(m["lang"], len(clip) / RATE, m["text"], tok.encode(" " + m["text"]))
                 self.audio.append(clip)
                 self.words.append(words)
+                self.voices.append(m.get("voice"))  # "en-029+norbert": accent + variant (by_voice.py)
 
 
 def _word_refs(held, placements):
