@@ -82,7 +82,8 @@ def run(args, log):
     texts, lines, eval_texts = train.plan_texts(args, state)
     eval_jobs, eval_meta = synth.plan_jobs(eval_texts, args.seed, held_out=True, job_size=8, effect_shares={})
     train_jobs, train_meta = synth.plan_jobs(texts, args.seed, held_out=False, job_size=8, label=f"-{state['step']}",
-                                             vtlp_share=getattr(args, "vtlp_share", None))
+                                             vtlp_share=getattr(args, "vtlp_share", None),
+                                             shaped_share=getattr(args, "shaped_voice_share", None))
     train.attach_lines(train_meta, texts, lines)
     pool = train.start_pool(args.workers)
     try:
@@ -132,6 +133,10 @@ def run(args, log):
             "held_out_clips": sum(1 for m in eval_meta if "vtlp" in m["effects"]),
             "alpha_min_median_max": [alphas[0], alphas[len(alphas) // 2], alphas[-1]] if alphas else None,
             "alpha_first": [round(augment.vtlp_params(s)[0], 3) for s in vtlp_seeds[:5]]}
+    shaped = [m["voice"] for m in train_meta if "+hark-shape-" in m["voice"]]
+    vtlp["shaped_voices"] = {"clips": len(shaped), "share": round(len(shaped) / max(1, len(train_meta)), 3),
+                             "held_out_clips": sum(1 for m in eval_meta if "+hark-shape-" in m["voice"]),
+                             "first": shaped[:3]}
     with_words = sum(1 for _, _, w in eval_clips + train_clips if w is not None)
     report = {"clips": n, "synth_seconds": round(synth_s, 1), "clips_with_word_timings": with_words,
               "voices": len({m["voice"] for m in train_meta}), "effects_planned": effects, "vtlp": vtlp,

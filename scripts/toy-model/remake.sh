@@ -22,7 +22,9 @@
 #   (--cooldown-after F holds --lr for the first share F of the training time, then decays
 #    linearly from --cooldown-lr to 2 % of it: a constant stretch and its decay in one call;
 #    --vtlp-share S: share of training clips whose voice shape is perturbed, default 0.5,
-#    0 for the data of runs 1-16)
+#    0 for the data of runs 1-16; --shaped-voice-share S: share of training clips spoken
+#    with a voice shape written as an espeak-ng variant file, default 0.25, 0 for the voices
+#    of run 17)
 #   a dry run here (no torch): PYTHON=/usr/bin/python3 bash scripts/toy-model/remake.sh --dry-run
 #
 # OUT (default $OUT) receives at most 7 files: state.tar.part-00.. (model, Adam moments,

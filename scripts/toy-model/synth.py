@@ -49,6 +49,59 @@ robosoft5 robosoft6 robosoft7 robosoft8 sandro shelby steph steph2 steph3 travis
 """.split()
 EVAL_VARIANTS = ["m4", "f3", "klatt4", "iven2", "steph2", "Andrea", "benjamin", "grandma", "norbert", "linda"]
 TRAIN_VARIANTS = [""] * 12 + [v for v in ALL_VARIANTS if v not in EVAL_VARIANTS]  # "" = the plain voice
+# Voice shapes made here as espeak-ng variant files (`shaped_variant_text`), so that espeak's
+# own formant synthesizer renders them: F1, F2 and F3 moved and weighted each on its own,
+# and a tone curve. A share of the training clips (SHAPED_SHARE, train.py
+# --shaped-voice-share) takes one of them instead of the variant drawn for it. Why: on run
+# 17b the held-out `norbert` made 24-39 % of every language's errors through hark; its
+# English errors are vowels heard further back (club -> clob, match -> march, west ->
+# worst), and its F2 at vowel midpoints is 0.64-0.76 of the plain voice's with F1 kept
+# (`formant 2 75 50` in its file); the trained variants move F2 with F1, or less. An
+# envelope warp of finished clips (augment.vtlp) cannot do it: espeak's valleys between
+# F1 and F2 lie ~60 dB down (heed, 1.5-1.85 kHz), and a cut-and-boost of the LPC envelope
+# lifted them by ~10 dB where `norbert` has 32 more. Never on held-out clips.
+SHAPED_VARIANTS = [f"hark-shape-{i:02d}" for i in range(48)]
+SHAPED_SHARE = 0.25
+SHAPED_FORMANT_PCT = {1: (85, 115), 2: (65, 125), 3: (85, 115)}  # frequency, percent of the voice's own
+SHAPED_STRENGTH_PCT = {1: (70, 130), 2: (35, 130), 3: (50, 130)}
+SHAPED_TONE = (60, 255)  # espeak's `tone` amplitudes at 600, 1200 and 4000 Hz
+
+
+def shaped_variant_text(name):
+    """The espeak-ng variant file of one of SHAPED_VARIANTS: formants 1-3 at a random share
+    of the voice's own frequency and strength (each drawn on its own) and a tone curve; the
+    same text for the same name on every machine."""
+    r = random.Random(f"voice-shape-{name}")
+    lines = ["language variant", f"name {name}"]
+    for k in (1, 2, 3):
+        lines.append(f"formant {k} {r.randint(*SHAPED_FORMANT_PCT[k])} {r.randint(*SHAPED_STRENGTH_PCT[k])} 100")
+    lines.append(f"tone 600 {r.randint(*SHAPED_TONE)} 1200 {r.randint(*SHAPED_TONE)} 4000 {r.randint(*SHAPED_TONE)}")
+    return "\n".join(lines) + "\n"
+
+
+def install_shaped_variants(data=None):
+    """Writes SHAPED_VARIANTS into espeak-ng's variant folder under `data` (ESPEAK_DATA,
+    the folder holding espeak-ng-data/), where both the library and the program find them;
+    returns that folder. Call before the synthesis workers start."""
+    data = data or os.environ.get("ESPEAK_DATA")
+    if not data:
+        raise RuntimeError("[synth] ESPEAK_DATA is not set: source scripts/toy-model/espeak-env.sh first")
+    folder = os.path.join(data, "espeak-ng-data", "voices", "!v")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"[synth] no espeak-ng variant folder at {folder}")
+    for name in SHAPED_VARIANTS:
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write(shaped_variant_text(name))
+    return folder
+
+
+def shaped_voice(voice, clip_seed, share=SHAPED_SHARE):
+    """The voice with its variant replaced by one of SHAPED_VARIANTS for a share of the
+    clip seeds (a draw of its own: the clip's other draws do not change), else as it is."""
+    r = random.Random(f"voice-shape-pick-{clip_seed}")
+    if share <= 0 or r.random() >= share:
+        return voice
+    return voice.split("+")[0] + "+" + r.choice(SHAPED_VARIANTS)
 
 
 def voice_settings(rng, lang, held_out):
@@ -263,18 +316,22 @@ def synth_job(job):
     return out
 
 
-def plan_jobs(texts_by_lang, seed, held_out, job_size=64, effect_shares=None, label="", vtlp_share=None):
+def plan_jobs(texts_by_lang, seed, held_out, job_size=64, effect_shares=None, label="", vtlp_share=None,
+              shaped_share=None):
     """Spreads (lang, text) over jobs that interleave languages, so every language
     arrives early when results are consumed as they come. effect_shares: None for the
     training defaults (augment.CHAIN_SHARES), {} for clean clips. label: varies the voice
     draws between parts of a resumed training (the data position). vtlp_share: share of
     clips whose voice shape is perturbed (augment.vtlp; None: augment.VTLP_SHARE), chosen
     from each clip's seed, so the voices and other effects drawn do not depend on it;
-    always 0 for held-out clips and with effect_shares={}."""
+    always 0 for held-out clips and with effect_shares={}. shaped_share: share of clips
+    whose variant is one of SHAPED_VARIANTS (None: SHAPED_SHARE; install_shaped_variants
+    must have run where they are synthesized), likewise 0 for held-out and clean clips."""
     if held_out or effect_shares == {}:
-        vtlp_share = 0.0
-    elif vtlp_share is None:
-        vtlp_share = augment.VTLP_SHARE
+        vtlp_share = shaped_share = 0.0
+    else:
+        vtlp_share = augment.VTLP_SHARE if vtlp_share is None else vtlp_share
+        shaped_share = SHAPED_SHARE if shaped_share is None else shaped_share
     rng = random.Random(f"voices-{seed}-{held_out}{label}")
     items, index = [], 0
     per_lang = {lang: list(texts) for lang, texts in texts_by_lang.items()}
@@ -288,6 +345,7 @@ def plan_jobs(texts_by_lang, seed, held_out, job_size=64, effect_shares=None, la
                 clip_seed = rng.randrange(1 << 30)
                 if augment.vtlp_chosen(clip_seed, vtlp_share):
                     effects = ["vtlp"] + effects  # first: the speaker, then room and channel
+                voice = shaped_voice(voice, clip_seed, shaped_share)
                 items.append((index, voice, wpm, pitch, prange, texts[i], effects, clip_seed))
                 meta.append({"lang": lang, "text": texts[i], "voice": voice, "wpm": wpm, "pitch": pitch,
                              "range": prange, "effects": effects})

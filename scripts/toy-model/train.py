@@ -71,6 +71,10 @@ def parse_args(argv=None):
                          "factor 0.85-1.15 with pitch and timing kept, and a mild tone curve "
                          "(augment.vtlp; default augment.VTLP_SHARE, 0.5; 0 turns it off; never on "
                          "held-out clips)")
+    ap.add_argument("--shaped-voice-share", type=float, default=None,
+                    help="share of training clips spoken with a voice shape made here (synth.SHAPED_VARIANTS: "
+                         "formants 1-3 moved and weighted each on its own, a tone curve; rendered by espeak-ng "
+                         "itself; default synth.SHAPED_SHARE, 0.25; 0: the voices of run 17)")
     ap.add_argument("--lang-weights", default="",
                     help="relative share of windows per language, e.g. en=1.5 (others 1; default: equal)")
     ap.add_argument("--seed", type=int, default=1)
@@ -83,8 +87,10 @@ def parse_args(argv=None):
         ap.error("--cooldown-after and --cooldown-lr need --cooldown")
     if args.cooldown_lr is not None and args.cooldown_lr <= 0:
         ap.error("--cooldown-lr must be positive")
-    if args.vtlp_share is not None and not 0.0 <= args.vtlp_share <= 1.0:
-        ap.error("--vtlp-share must be in [0, 1]")
+    for name in ("vtlp_share", "shaped_voice_share"):
+        value = getattr(args, name)
+        if value is not None and not 0.0 <= value <= 1.0:
+            ap.error(f"--{name.replace('_', '-')} must be in [0, 1]")
     if args.eval_reserve_s is None:
         args.eval_reserve_s = {"none": 25.0, "quick": 70.0, "full": 170.0}[args.eval]
     if args.eval_clips is None:
@@ -183,19 +189,24 @@ def save_state(args, model, opt, state, info, results):
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
+    import augment
+    import synth
     if args.vtlp_share is None:  # recorded in results.json as used
-        import augment
         args.vtlp_share = augment.VTLP_SHARE
+    if args.shaped_voice_share is None:
+        args.shaped_voice_share = synth.SHAPED_SHARE
+    if args.shaped_voice_share > 0:  # the variant files, before any worker synthesizes
+        synth.install_shaped_variants()
     if args.dry_run:
         import dryrun
         return dryrun.run(args, log)
-    import synth
     state = load_state(args)
     log(f"args {vars(args)}")
     texts, lines, eval_texts = plan_texts(args, state)
     eval_jobs, eval_meta = synth.plan_jobs(eval_texts, args.seed, held_out=True, job_size=16, effect_shares={})
     train_jobs, train_meta = synth.plan_jobs(texts, args.seed, held_out=False, job_size=48,
-                                             label=f"-{state['step']}", vtlp_share=args.vtlp_share)
+                                             label=f"-{state['step']}", vtlp_share=args.vtlp_share,
+                                             shaped_share=args.shaped_voice_share)
     attach_lines(train_meta, texts, lines)
     log(f"texts ready: {len(train_meta)} train from positions {state['position']}, {len(eval_meta)} held out")
     # One BLAS/OpenMP thread a process: the voice-shape perturbation's LPC product (a numpy
