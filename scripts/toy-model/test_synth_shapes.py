@@ -76,6 +76,25 @@ class ShapedVariants(unittest.TestCase):
         _, everyone = S.plan_jobs(texts, 1, held_out=False, shaped_share=1.0)
         self.assertEqual(shaped(everyone), 1.0)
 
+    def test_train_option(self):
+        import contextlib
+        import io
+        import train
+        self.assertEqual(train.parse_args(["--out", "/tmp/x", "--shaped-voice-share", "0"]).shaped_voice_share, 0.0)
+        self.assertIsNone(train.parse_args(["--out", "/tmp/x"]).shaped_voice_share)  # main() fills in SHAPED_SHARE
+        for bad in ("1.5", "-0.1"):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                train.parse_args(["--out", "/tmp/x", "--shaped-voice-share", bad])
+
+    def test_install_needs_espeak_data(self):
+        saved = os.environ.pop("ESPEAK_DATA", None)
+        try:
+            with self.assertRaisesRegex(RuntimeError, "espeak-env.sh"):
+                self.S.install_shaped_variants()
+        finally:
+            if saved is not None:
+                os.environ["ESPEAK_DATA"] = saved
+
     @unittest.skipUnless(os.environ.get("ESPEAK_DATA") and os.environ.get("ESPEAK_BIN"),
                          "espeak-ng not unpacked here (. scripts/toy-model/espeak-env.sh)")
     def test_espeak_renders_a_lowered_second_formant(self):
