@@ -1,17 +1,12 @@
 """A hark_eval.py run's short-window errors per held-out voice: per variant (the ten
 `synth.EVAL_VARIANTS`, never trained on), per accent (espeak-ng's base voice) and per
-pair. The held-out clips and windows are made again exactly as hark_eval.py made them
-(same --corpus, --clips, --windows, --seed: a few seconds to a minute of synthesis, no
-transcription); the hypotheses come from that run's hypotheses.json. An error is counted
-to the utterance (clip) of the reference word at or before it: a window is several
-utterances, often in different voices.
+pair, from the run's hypotheses.json (each short window's utterances and their voices,
+written by hark_eval.py since 2026-12-06). An error is counted to the utterance (clip) of
+the reference word at or before it: a window is several utterances, often in different
+voices.
 
-  . scripts/toy-model/espeak-env.sh   # the carried espeak-ng, as hark_eval.sh uses
-  /usr/bin/python3 scripts/toy-model/by_voice.py --out /tmp/hark-eval-run17 \\
-      --clips 1000 --windows 40,80,48 [--lang en,de,fr,es] [--json FILE]
-
-Only windows whose reference text matches the run's are counted; it stops if none do
-(other --clips/--windows/--seed than the run's).
+  /usr/bin/python3 scripts/toy-model/by_voice.py --out /tmp/hark-eval-run18 \\
+      [--lang en,de,fr,es] [--json FILE]
 """
 import argparse
 import collections
@@ -19,8 +14,6 @@ import json
 import os
 import sys
 
-import evalsets
-import hark_eval
 import wer as W
 
 
@@ -41,23 +34,19 @@ def utterance_errors(utterances, hypothesis):
     return [(e, len(W.normalize(t))) for e, t in zip(errors, utterances)]
 
 
-def tally(items, hyps, voices_of, lang):
-    """{"variant"|"accent"|"pair": {name: [errors, words]}} over the language's speech windows."""
-    out = {"variant": collections.defaultdict(lambda: [0, 0]), "accent": collections.defaultdict(lambda: [0, 0]),
-           "pair": collections.defaultdict(lambda: [0, 0])}
+def tally(records, lang):
+    """({"variant"|"accent"|"pair": {name: [errors, words]}}, windows counted) over the
+    language's speech windows of hypotheses.json's records."""
+    out = {key: collections.defaultdict(lambda: [0, 0]) for key in ("variant", "accent", "pair")}
     counted = 0
-    for it in items:
-        if it["lang"] != lang or it["kind"] == "silence" or it["name"] not in hyps:
-            continue
-        if hyps[it["name"]]["reference"] != it["text"]:
+    for record in records.values():
+        if record.get("lang") != lang or record.get("kind") == "silence" or "utterances" not in record:
             continue
         counted += 1
-        clips = [c for c, _ in it["plan"]["placements"]]
-        per = utterance_errors([voices_of.table.text[c] for c in clips], hyps[it["name"]]["hark"])
-        for c, (e, n) in zip(clips, per):
-            voice = voices_of.voices[c] or "?"
-            accent, _, variant = voice.partition("+")
-            for key, name in (("variant", variant or "(plain)"), ("accent", accent), ("pair", voice)):
+        utts = record["utterances"]
+        for u, (e, n) in zip(utts, utterance_errors([u["text"] for u in utts], record["hark"])):
+            accent, _, variant = (u["voice"] or "?").partition("+")
+            for key, name in (("variant", variant or "(plain)"), ("accent", accent), ("pair", u["voice"])):
                 out[key][name][0] += e
                 out[key][name][1] += n
     return out, counted
@@ -66,27 +55,17 @@ def tally(items, hyps, voices_of, lang):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="the hark_eval.py --out folder (hypotheses.json)")
-    ap.add_argument("--corpus", default=os.path.join(".device-carry", "corpus"))
-    ap.add_argument("--clips", type=int, default=150)
-    ap.add_argument("--windows", default="10,20,24")
-    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lang", default="en", help="a language or several, e.g. en,de,fr,es")
-    ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     ap.add_argument("--json", default=None, help="also write the table here")
     args = ap.parse_args(argv)
-    if not os.environ.get("ESPEAK_DATA") or os.environ.get("PYTHONHASHSEED") != "0":
-        sys.exit("[by_voice] the held-out clips must be made as hark_eval.sh makes them: "
-                 "run `. scripts/toy-model/espeak-env.sh` first")
     with open(os.path.join(args.out, "hypotheses.json"), encoding="utf-8") as f:
-        hyps = json.load(f)
-    held = hark_eval.held_out_clips(args, lambda m: print(f"[by_voice] {m}", file=sys.stderr))
-    items = evalsets.windows(held, counts=tuple(int(x) for x in args.windows.split(",")))
+        records = json.load(f)
     report = {}
     for lang in args.lang.split(","):
-        table, counted = tally(items, hyps, held, lang)
+        table, counted = tally(records, lang)
         if not counted:
-            sys.exit(f"[by_voice] no {lang} window of {args.out} matches the windows made here: give the run's "
-                     "--clips, --windows, --seed and --corpus")
+            sys.exit(f"[by_voice] no {lang} short window with its utterances in {args.out}/hypotheses.json "
+                     "(written by hark_eval.py since 2026-12-06)")
         errors = sum(e for e, _ in table["accent"].values())
         words = sum(n for _, n in table["accent"].values())
         print(f"# {lang} short windows of {args.out}: {counted} windows, {errors}/{words} = "
@@ -99,6 +78,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)
+
 
 if __name__ == "__main__":
     main()

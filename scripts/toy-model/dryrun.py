@@ -134,12 +134,12 @@ def run(args, log):
             "alpha_min_median_max": [alphas[0], alphas[len(alphas) // 2], alphas[-1]] if alphas else None,
             "alpha_first": [round(augment.vtlp_params(s)[0], 3) for s in vtlp_seeds[:5]]}
     shaped = [m["voice"] for m in train_meta if "+hark-shape-" in m["voice"]]
-    vtlp["shaped_voices"] = {"clips": len(shaped), "share": round(len(shaped) / max(1, len(train_meta)), 3),
-                             "held_out_clips": sum(1 for m in eval_meta if "+hark-shape-" in m["voice"]),
-                             "first": shaped[:3]}
+    shaped_voices = {"clips": len(shaped), "share": round(len(shaped) / max(1, len(train_meta)), 3),
+                     "held_out_clips": sum(1 for m in eval_meta if "+hark-shape-" in m["voice"]), "first": shaped[:3]}
     with_words = sum(1 for _, _, w in eval_clips + train_clips if w is not None)
     report = {"clips": n, "synth_seconds": round(synth_s, 1), "clips_with_word_timings": with_words,
               "voices": len({m["voice"] for m in train_meta}), "effects_planned": effects, "vtlp": vtlp,
+              "shaped_voices": shaped_voices,
               "tokenizer": tok.backend, "targets": stats, "eval_items": len(items),
               "longform_seconds": round(len(items[-1]["pcm"]) / layout.RATE, 1),
               "state": _state_round_trip(args, state, used_lines, out), "seconds": round(time.time() - t0, 1)}

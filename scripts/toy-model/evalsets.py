@@ -30,7 +30,7 @@ class HeldOut:
                 self.table.add(m["lang"], len(clip) / RATE, m["text"], tok.encode(" " + m["text"]))
                 self.audio.append(clip)
                 self.words.append(words)
-                self.voices.append(m.get("voice"))  # "en-029+norbert": accent + variant (by_voice.py)
+                self.voices.append(m.get("voice"))  # "en-029+norbert"; hark_eval.py records it for by_voice.py
 
 
 def _word_refs(held, placements):

@@ -243,6 +243,17 @@ def score(items, hyps):
     return result
 
 
+def hypothesis_record(item, hyp, held):
+    """hypotheses.json's entry of one item; a short window's also lists its utterances in
+    order with their voices ("en-029+norbert"), which by_voice.py reads."""
+    record = {"reference": item["text"], "hark": hyp}
+    if "plan" in item:
+        record.update(lang=item["lang"], kind=item["kind"],
+                      utterances=[{"text": held.table.text[c], "voice": held.voices[c]}
+                                  for c, _ in item["plan"]["placements"]])
+    return record
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -285,7 +296,7 @@ def main():
     with open(os.path.join(args.out, "hark-eval.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "hypotheses.json"), "w", encoding="utf-8") as f:
-        json.dump({it["name"]: {"reference": it["text"], "hark": hyps[it["name"]]} for it in short + long + cut}, f,
+        json.dump({it["name"]: hypothesis_record(it, hyps[it["name"]], held) for it in short + long + cut}, f,
                   indent=1, ensure_ascii=False)
     for lang in sorted((set(report["short"]) | set(report["long_form"])) - {"seconds"}):
         s, lf = report["short"].get(lang, {"wer": 0, "errors": 0, "words": 0}), report["long_form"].get(lang, {})

@@ -56,7 +56,7 @@ TRAIN_VARIANTS = [""] * 12 + [v for v in ALL_VARIANTS if v not in EVAL_VARIANTS]
 # 17b the held-out `norbert` made 24-39 % of every language's errors through hark; its
 # English errors are vowels heard further back (club -> clob, match -> march, west ->
 # worst), and its F2 at vowel midpoints is 0.64-0.76 of the plain voice's with F1 kept
-# (`formant 2 75 50` in its file); the trained variants move F2 with F1, or less. An
+# (`formant 2 75 50` in its file); by their files the trained variants lower F2 only with F1. An
 # envelope warp of finished clips (augment.vtlp) cannot do it: espeak's valleys between
 # F1 and F2 lie ~60 dB down (heed, 1.5-1.85 kHz), and a cut-and-boost of the LPC envelope
 # lifted them by ~10 dB where `norbert` has 32 more. Never on held-out clips.

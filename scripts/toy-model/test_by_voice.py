@@ -1,5 +1,4 @@
-"""by_voice.py: errors counted to utterances."""
-import importlib.util
+"""by_voice.py: errors counted to utterances and tallied per voice (standard library only)."""
 import os
 import sys
 import unittest
@@ -7,7 +6,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-@unittest.skipIf(importlib.util.find_spec("numpy") is None, "numpy missing (by_voice imports the evaluation sets)")
 class UtteranceErrors(unittest.TestCase):
     def test_errors_go_to_the_utterance_they_follow(self):
         import by_voice
@@ -26,6 +24,26 @@ class UtteranceErrors(unittest.TestCase):
             self.assertEqual([n for _, n in got], [3, 4])
             self.assertEqual(sum(want), wer.edit_distance(wer.normalize(" ".join(utts)), wer.normalize(hyp)))
         self.assertEqual(by_voice.utterance_errors([], "anything"), [])
+
+    def test_tally_per_variant_accent_and_pair(self):
+        import by_voice
+        records = {
+            "en-multi-00": {"reference": "The cat sat. On a mat.", "hark": "the cat sad on a mat", "lang": "en",
+                            "kind": "multi", "utterances": [{"text": "The cat sat.", "voice": "en-029+norbert"},
+                                                            {"text": "On a mat.", "voice": "en"}]},
+            "en-single-00": {"reference": "Hello there.", "hark": "hello", "lang": "en", "kind": "single",
+                             "utterances": [{"text": "Hello there.", "voice": "en-us+norbert"}]},
+            "de-single-00": {"reference": "Hallo.", "hark": "", "lang": "de", "kind": "single",
+                             "utterances": [{"text": "Hallo.", "voice": "de+m4"}]},
+            "silence-00": {"reference": "", "hark": "", "lang": None, "kind": "silence", "utterances": []},
+            "en-long-0": {"reference": "x", "hark": "y"},  # long-form: no utterances recorded
+        }
+        table, counted = by_voice.tally(records, "en")
+        self.assertEqual(counted, 2)
+        self.assertEqual(dict(table["variant"]), {"norbert": [2, 5], "(plain)": [0, 3]})
+        self.assertEqual(dict(table["accent"]), {"en-029": [1, 3], "en": [0, 3], "en-us": [1, 2]})
+        self.assertEqual(table["pair"]["en-us+norbert"], [1, 2])
+        self.assertEqual(by_voice.tally(records, "fr")[1], 0)
 
 
 if __name__ == "__main__":

@@ -136,6 +136,21 @@ class Align(unittest.TestCase):
 
 
 @NEEDS_NUMPY
+class HypothesisRecords(unittest.TestCase):
+    def test_short_windows_list_their_utterances_and_voices(self):
+        held = type("Held", (), {})()
+        held.table = type("Table", (), {"text": ["One.", "Two.", "Three."]})()
+        held.voices = ["en", "en-029+norbert", "en-us+m4"]
+        window = {"name": "en-multi-03", "lang": "en", "kind": "multi", "text": "Three. One.",
+                  "plan": {"placements": [(2, 0.4), (0, 3.1)]}}
+        self.assertEqual(H.hypothesis_record(window, "three one", held),
+                         {"reference": "Three. One.", "hark": "three one", "lang": "en", "kind": "multi",
+                          "utterances": [{"text": "Three.", "voice": "en-us+m4"}, {"text": "One.", "voice": "en"}]})
+        self.assertEqual(H.hypothesis_record({"name": "en-long-0", "text": "x"}, "y", held),
+                         {"reference": "x", "hark": "y"})
+
+
+@NEEDS_NUMPY
 class FreshWorkers(unittest.TestCase):
     def test_every_task_gets_a_new_process(self):
         pool = train.start_pool(2, fresh_workers=True)

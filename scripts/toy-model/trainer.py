@@ -378,14 +378,12 @@ def target_loss(model, feats, inputs, labels, autocast):
     hidden states go through the 51 865-token output layer: the padding of a batch's shorter
     targets and the untaught prompt tokens never form logits, and neither does their fp32
     copy (the largest tensors of a step: at batch 128 they did not fit an H100's 80 GB).
-    A model without Whisper's decoder/output split gets the whole-logits loss."""
+    `model` is transformers' WhisperForConditionalGeneration: its decoder stack
+    (`model.model`) and output layer (`model.proj_out`) are called apart."""
     taught = labels != -100
     with autocast:
-        if hasattr(model, "model") and hasattr(model, "proj_out"):
-            hidden = model.model(input_features=feats, decoder_input_ids=inputs, use_cache=False).last_hidden_state
-            logits = model.proj_out(hidden[taught])
-        else:
-            logits = model(input_features=feats, decoder_input_ids=inputs, use_cache=False).logits[taught]
+        hidden = model.model(input_features=feats, decoder_input_ids=inputs, use_cache=False).last_hidden_state
+        logits = model.proj_out(hidden[taught])
     return F.cross_entropy(logits.float(), labels[taught])
 
 

@@ -230,6 +230,15 @@ bool attention_rows_supported(int64_t head_dim) { return !kVectorised || head_di
 
 namespace {
 
+// A HeadSet's scores, softmax and values (attention_head_set_f32 for f32 or f16 K/V).
+template <class E>
+void head_set(const float* q, const E* k, int64_t ldk, const E* v, int64_t ldv, int64_t visible, int64_t hd,
+              HeadSet set, float scale, float* scores, int64_t lds, float* out) {
+  set_scores(q, k, visible, ldk, hd, set, scale, scores, lds);
+  for (int i = 0; i < set.n; ++i) softmax_row(scores + i * lds, visible, visible);
+  set_values(scores, lds, v, visible, ldv, hd, set, out);
+}
+
 template <class E>
 void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const E* v, int n_heads, int64_t hd,
                        bool causal, int64_t causal_offset, float* weights) {
@@ -246,14 +255,10 @@ void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const 
       for (int64_t task = begin; task < end; ++task) {
         const int64_t h = task / runs.runs, i0 = (task % runs.runs) * runs.per_run;
         const int64_t i1 = std::min(tq, i0 + runs.per_run);
-        const HeadSet rows = beam_rows(i1 - i0, a.ldq, a.ldo);
-        set_scores(a.q + i0 * a.ldq + h * hd, k + h * hd, tk, a.ldk, hd, rows, scale, scores.data(), tk);
-        for (int64_t i = i0; i < i1; ++i) {
-          float* s = scores.data() + (i - i0) * tk;
-          softmax_row(s, tk, tk);
-          if (weights) store_weights_row(s, h, i, tq, tk, tk, weights);
-        }
-        set_values(scores.data(), tk, v + h * hd, tk, a.ldv, hd, rows, a.out + i0 * a.ldo + h * hd);
+        head_set(a.q + i0 * a.ldq + h * hd, k + h * hd, a.ldk, v + h * hd, a.ldv, tk, hd,
+                 beam_rows(i1 - i0, a.ldq, a.ldo), scale, scores.data(), tk, a.out + i0 * a.ldo + h * hd);
+        if (weights)
+          for (int64_t i = i0; i < i1; ++i) store_weights_row(scores.data() + (i - i0) * tk, h, i, tq, tk, tk, weights);
       }
     });
     return;
@@ -272,10 +277,7 @@ void attention_rows_of(ThreadPool& pool, const CachedRows& a, const E* k, const 
 
 void attention_head_set_f32(const float* q, const float* k, int64_t ldk, const float* v, int64_t ldv, int64_t visible,
                             int64_t head_dim, HeadSet set, float* scores, int64_t lds, float* out) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  set_scores(q, k, visible, ldk, head_dim, set, scale, scores, lds);
-  for (int i = 0; i < set.n; ++i) softmax_row(scores + i * lds, visible, visible);
-  set_values(scores, lds, v, visible, ldv, head_dim, set, out);
+  head_set(q, k, ldk, v, ldv, visible, head_dim, set, 1.0f / std::sqrt(static_cast<float>(head_dim)), scores, lds, out);
 }
 
 void attention_rows(ThreadPool& pool, const CachedRows& a, int n_heads, int64_t head_dim, bool causal,

@@ -22,7 +22,6 @@ struct AttendPlan {
   bool rows_together = false;  // few, every row over the same keys: (head, run of rows) tasks
   RowRuns runs{1, 0};          // of a rows_together call
   int group_heads = 1;         // heads a (head group, query row) task covers
-  int64_t groups = 0;          // head groups of such a call
 };
 
 AttendPlan plan_for(const AttentionRows& a, int n_heads, int64_t threads) {
@@ -129,8 +128,7 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
       scratch = std::max(scratch, p.runs.per_run * a.tk);
     } else if (p.few) {
       p.group_heads = group_heads;
-      p.groups = (n_heads + group_heads - 1) / group_heads;
-      tasks_of_call = p.groups * a.tq;
+      tasks_of_call = (n_heads + group_heads - 1) / group_heads * a.tq;
       scratch = std::max(scratch, p.group_heads * a.tk);
     } else {
       tasks_of_call = n_heads * p.row_blocks;
