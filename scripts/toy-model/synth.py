@@ -60,7 +60,10 @@ TRAIN_VARIANTS = [""] * 12 + [v for v in ALL_VARIANTS if v not in EVAL_VARIANTS]
 # envelope warp of finished clips (augment.vtlp) cannot do it: espeak's valleys between
 # F1 and F2 lie ~60 dB down (heed, 1.5-1.85 kHz), and a cut-and-boost of the LPC envelope
 # lifted them by ~10 dB where `norbert` has 32 more. Never on held-out clips.
-SHAPED_VARIANTS = [f"hark-shape-{i:02d}" for i in range(48)]
+# 24: espeak-ng 1.51 lists at most 349 voices and variants (N_VOICES_LIST), its own data has
+# 322, and past the limit it warns on every start ("maximum number 349 ... reached").
+SHAPED_VARIANTS = [f"hark-shape-{i:02d}" for i in range(24)]
+ESPEAK_MAX_VOICES = 349
 SHAPED_SHARE = 0.25
 SHAPED_FORMANT_PCT = {1: (85, 115), 2: (65, 125), 3: (85, 115)}  # frequency, percent of the voice's own
 SHAPED_STRENGTH_PCT = {1: (70, 130), 2: (35, 130), 3: (50, 130)}
@@ -92,6 +95,11 @@ def install_shaped_variants(data=None):
     for name in SHAPED_VARIANTS:
         with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
             f.write(shaped_variant_text(name))
+    listed = sum(len(files) for sub in ("voices", "lang")
+                 for _, _, files in os.walk(os.path.join(data, "espeak-ng-data", sub)))
+    if listed > ESPEAK_MAX_VOICES:
+        raise RuntimeError(f"[synth] espeak-ng data under {data} now has {listed} voices and variants, over the "
+                           f"{ESPEAK_MAX_VOICES} it lists; remove stray variant files or fewer SHAPED_VARIANTS")
     return folder
 
 

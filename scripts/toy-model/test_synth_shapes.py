@@ -49,6 +49,13 @@ class ShapedVariants(unittest.TestCase):
             os.makedirs(folder)
             self.assertEqual(self.S.install_shaped_variants(d), folder)
             self.assertEqual(sorted(os.listdir(folder)), sorted(self.S.SHAPED_VARIANTS))
+            # more voice files than espeak-ng lists: a clear error, not its warning on every start
+            lang = os.path.join(d, "espeak-ng-data", "lang")
+            os.makedirs(lang)
+            for i in range(self.S.ESPEAK_MAX_VOICES - len(self.S.SHAPED_VARIANTS) + 1):
+                open(os.path.join(lang, f"x{i}"), "w").close()
+            with self.assertRaisesRegex(RuntimeError, "over the 349 it lists"):
+                self.S.install_shaped_variants(d)
             with open(os.path.join(folder, self.S.SHAPED_VARIANTS[3]), encoding="utf-8") as f:
                 self.assertEqual(f.read(), self.S.shaped_variant_text(self.S.SHAPED_VARIANTS[3]))
             with self.assertRaisesRegex(FileNotFoundError, "variant folder"):
