@@ -16,6 +16,8 @@ import sys
 
 import wer as W
 
+SHORT_KINDS = ("single", "multi")  # hark_eval.py's short windows (long-form recordings list utterances too)
+
 
 def utterance_errors(utterances, hypothesis):
     """[(errors, words)] per utterance (a list of reference texts in window order) against
@@ -40,7 +42,7 @@ def tally(records, lang):
     out = {key: collections.defaultdict(lambda: [0, 0]) for key in ("variant", "accent", "pair")}
     counted = 0
     for record in records.values():
-        if record.get("lang") != lang or record.get("kind") == "silence" or "utterances" not in record:
+        if record.get("lang") != lang or record.get("kind") not in SHORT_KINDS:
             continue
         counted += 1
         utts = record["utterances"]

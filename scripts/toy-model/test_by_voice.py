@@ -36,7 +36,9 @@ class UtteranceErrors(unittest.TestCase):
             "de-single-00": {"reference": "Hallo.", "hark": "", "lang": "de", "kind": "single",
                              "utterances": [{"text": "Hallo.", "voice": "de+m4"}]},
             "silence-00": {"reference": "", "hark": "", "lang": None, "kind": "silence", "utterances": []},
-            "en-long-0": {"reference": "x", "hark": "y"},  # long-form: no utterances recorded
+            "en-long-0": {"reference": "Hello.", "hark": "", "lang": "en", "kind": "long",  # not a short window
+                          "utterances": [{"text": "Hello.", "voice": "en-us+norbert"}]},
+            "en-long-0-cut-00": {"reference": "x", "hark": "y"},
         }
         table, counted = by_voice.tally(records, "en")
         self.assertEqual(counted, 2)
