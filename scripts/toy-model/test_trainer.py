@@ -203,6 +203,41 @@ class Trainer(unittest.TestCase):
         for g, p in zip(grads, m.parameters()):
             self.assertTrue(torch.allclose(g, p.grad, atol=1e-6))
 
+    def test_backward_in_parts_gives_the_gradient_of_one_pass(self):
+        """A batch split into passes (the fallback when it does not fit the GPU) has the
+        loss and gradients of one pass, whatever the parts' numbers of taught positions,
+        including a part with none."""
+        import contextlib
+        torch = self.torch
+        torch.manual_seed(5)
+
+        class Split(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(50, 16)
+                self.proj_out = torch.nn.Linear(16, 50, bias=False)
+
+            def model(self, input_features, decoder_input_ids, use_cache):
+                out = type("Out", (), {})()
+                out.last_hidden_state = torch.tanh(self.embed(decoder_input_ids) + input_features.mean((1, 2))[:, None, None])  # per window
+                return out
+
+        feats = torch.randn(5, 4, 5)
+        inputs = torch.randint(0, 50, (5, 7))
+        labels = torch.randint(0, 50, (5, 7))
+        labels[0, 2:] = -100
+        labels[3, :] = -100  # with 3 parts of 2 windows, the second part has one taught row
+        labels[4, :] = -100  # and the third none
+        m = Split()
+        one = self.T.backward_in_parts(m, feats, inputs, labels, contextlib.nullcontext(), 1)
+        grads = [p.grad.clone() for p in m.parameters()]
+        for parts in (2, 3, 5):
+            m.zero_grad()
+            got = self.T.backward_in_parts(m, feats, inputs, labels, contextlib.nullcontext(), parts)
+            self.assertAlmostEqual(float(got), float(one), places=5, msg=f"{parts} parts")
+            for g, p in zip(grads, m.parameters()):
+                self.assertTrue(torch.allclose(g, p.grad, atol=1e-6), f"{parts} parts")
+
     def test_targets_are_shifted_and_masked(self):
         import layout
         import tokens as Tk

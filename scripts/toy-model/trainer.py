@@ -326,6 +326,7 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
     log(f"training starts at step {first_step} with {len(store.length)} clips; {deadline - t_start:.0f} s left")
     model.train()
     step, losses, nan_steps, windows, history = first_step, [], 0, 0, []
+    parts = 1  # passes per step; doubled when a batch does not fit the GPU
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
     while time.time() < deadline:
         if more:
@@ -342,9 +343,19 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
             g["lr"] = args.lr * lr_factor(step, args.warmup_steps, first_step or None, cooldown,
                                           cooldown_after=getattr(args, "cooldown_after", 0.0),
                                           cooldown_scale=cooldown_scale(args))
-        loss = target_loss(model, feats, inputs, labels, autocast)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        try:
+            loss = backward_in_parts(model, feats, inputs, labels, autocast, parts)
+        except torch.cuda.OutOfMemoryError:
+            # Same batch, same gradient, in more passes: an H100's 80 GB may not hold a
+            # batch an H200's 141 GB does, and a smaller batch would change the recipe.
+            if parts >= 8:
+                raise
+            parts *= 2
+            log(f"out of GPU memory at batch {args.batch}: {parts} passes a step from now on")
+            opt.zero_grad(set_to_none=True)
+            torch.cuda.empty_cache()
+            loss = backward_in_parts(model, feats, inputs, labels, autocast, parts)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
@@ -366,7 +377,7 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
     info = {"first_step": first_step, "steps": step, "windows_seen": windows,
             "train_seconds": round(time.time() - t_start, 1), "clips_used": len(store.length),
             "audio_hours": round(store.used / RATE / 3600, 2), "nan_steps": nan_steps, "parameters": n_params,
-            "loss_history": history, "final_loss": history[-1]["loss"] if history else None,
+            "passes_per_step": parts, "loss_history": history, "final_loss": history[-1]["loss"] if history else None,
             "used_lines": used_lines}
     log(f"training done: steps {first_step}..{step}, {windows} windows, {info['audio_hours']} h of clips")
     return model, opt, info
@@ -385,6 +396,26 @@ def target_loss(model, feats, inputs, labels, autocast):
         hidden = model.model(input_features=feats, decoder_input_ids=inputs, use_cache=False).last_hidden_state
         logits = model.proj_out(hidden[taught])
     return F.cross_entropy(logits.float(), labels[taught])
+
+
+def backward_in_parts(model, feats, inputs, labels, autocast, parts):
+    """Backward of the batch's target_loss in `parts` passes over consecutive windows, each
+    part's mean weighted by its share of the taught positions: the gradient of one pass,
+    with a part's activations in memory at a time. Returns the batch's loss (detached)."""
+    if parts == 1:
+        loss = target_loss(model, feats, inputs, labels, autocast)
+        loss.backward()
+        return loss.detach()
+    size = -(-feats.shape[0] // parts)
+    counts = [int(c.sum()) for c in (labels != -100).reshape(labels.shape[0], -1).sum(1).split(size)]
+    total, loss = sum(counts), feats.new_zeros(())
+    for i, count in zip(range(0, feats.shape[0], size), counts):
+        if count == 0:  # nothing taught in these windows: no loss, no gradient
+            continue
+        part = target_loss(model, feats[i:i + size], inputs[i:i + size], labels[i:i + size], autocast)
+        (part * (count / total)).backward()
+        loss = loss + part.detach() * (count / total)
+    return loss
 
 
 def generation_config(alignment_heads, n_dec_layers, n_heads):
