@@ -63,6 +63,70 @@ BENCHMARK(BM_AttendMany)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// The memory pattern alone, a sum instead of attention: `windows` windows of base's cross
+// K/V (8 heads of 64, 4 layers), one layer's keys read as a few-row task reads them.
+// layout 0: as WhisperModel keeps them (a key's row holds every layer's K and V, so a head
+// group's slice of a key is `group`·64 values and the next key's is 2·4·512 values on);
+// layout 1: head panels (each head's 1500 × 64 keys contiguous: `group` sequential
+// streams). Tasks (window, head group) over the pool, as cpu_attend_many makes them.
+// On the 2-core EPYC (2026-12-06) layout 1 reads 2-3x faster than layout 0 alone, yet the
+// attention loops over panels ran no faster than over rows (tried and reverted; docs/
+// benchmarks.md, "The cross K/V layout"): their rate is not set by this pattern.
+void BM_KvReadPattern(benchmark::State& state) {
+  const int64_t windows = state.range(0), group = state.range(1);
+  const bool panels = state.range(2) != 0;
+  constexpr int64_t tk = 1500, hd = 64, heads = 8, d = heads * hd, kLayers = 4, ld = 2 * kLayers * d;
+  hark::ThreadPool pool(static_cast<int>(state.range(3)));
+  hark::Tensor kv = hark::Tensor::empty({windows * tk, ld}, hark::DType::F32);
+  float* base = kv.data<float>();
+  for (int64_t i = 0; i < kv.numel(); ++i) base[i] = 1.0f;
+  const int64_t groups = heads / group;
+  std::vector<float> sums(windows * groups);
+  int64_t layer = 0;
+  for (auto _ : state) {
+    pool.parallel_for(windows * groups, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t w = task / groups, h0 = (task % groups) * group;
+        const float* win = base + w * tk * ld;
+        float acc[16] = {};  // 16 lanes: the compiler's vector adds, whatever the ISA
+        if (panels) {  // panel (2·layer)·heads + h holds head h's keys of that layer
+          for (int64_t t = 0; t < tk; ++t)
+            for (int64_t h = h0; h < h0 + group; ++h) {
+              const float* row = win + ((2 * layer) * heads + h) * tk * hd + t * hd;
+              for (int64_t j = 0; j < hd; j += 16)
+                for (int l = 0; l < 16; ++l) acc[l] += row[j + l];
+            }
+        } else {
+          for (int64_t t = 0; t < tk; ++t) {
+            const float* row = win + t * ld + 2 * layer * d + h0 * hd;
+            for (int64_t j = 0; j < group * hd && t + 8 < tk; j += 16)  // 8 keys ahead, as the loops fetch
+              __builtin_prefetch(row + 8 * ld + j);
+            for (int64_t j = 0; j < group * hd; j += 16)
+              for (int l = 0; l < 16; ++l) acc[l] += row[j + l];
+          }
+        }
+        float sum = 0;
+        for (float a : acc) sum += a;
+        sums[task] = sum;
+      }
+    });
+    benchmark::DoNotOptimize(sums.data());
+    layer = (layer + 1) % kLayers;
+  }
+  state.SetBytesProcessed(state.iterations() * windows * tk * d * 4);
+}
+
+// 7 windows (a CPU batching server's step at 8 clients), head groups of 1, 4 and 8.
+BENCHMARK(BM_KvReadPattern)
+    ->Args({7, 1, 0, 2})
+    ->Args({7, 1, 1, 2})
+    ->Args({7, 4, 0, 2})
+    ->Args({7, 4, 1, 2})
+    ->Args({7, 8, 0, 2})
+    ->Args({7, 8, 1, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();
