@@ -25,11 +25,14 @@ enum class Epilogue : uint8_t {
 
 // The rows of a packed K/V buffer that one attention call reads: row r of sequence s is
 // row s·rows_per_seq + r of `kv`, whose columns hold several [rows, d] blocks side by side;
-// K starts at column k_col and V at v_col.
+// K starts at column k_col and V at v_col. With `panel` > 0 each sequence's block of rows
+// is stored in panels instead (Backend::cross_kv_panel): column c of row r at
+// (c / panel)·rows_per_seq·panel + r·panel + c % panel from the block's start.
 struct PackedKV {
   const Tensor* kv = nullptr;
   int64_t rows_per_seq = 0;
   int64_t k_col = 0, v_col = 0;
+  int64_t panel = 0;
 };
 
 class Backend {
@@ -175,6 +178,19 @@ class Backend {
   // the packed K/V to it; cross_attention reads it): the activation dtype unless the
   // backend stores them more compactly (the CPU's quantized compute types).
   virtual DType cross_kv_dtype() const { return act_dtype(); }
+  // The layout cross_attention reads the cross K/V in: 0, the product's rows (every
+  // layer's K and V side by side); p > 0, each window's rows in panels of p columns
+  // (PackedKV), so that one head's keys are one sequential run. arrange_cross_kv turns the
+  // product's rows, `rows_per_seq` a window, into that layout.
+  virtual int64_t cross_kv_panel(int64_t head_dim) const {
+    (void)head_dim;
+    return 0;
+  }
+  virtual Tensor arrange_cross_kv(const Tensor& kv, int64_t rows_per_seq, int64_t head_dim) {
+    (void)rows_per_seq;
+    (void)head_dim;
+    return kv;
+  }
 
   // select_tokens, then each row's best token fed back as the next step's input
   // (select_feed_back, core/token_select_rules.h): `inputs` are the decoder's i32 step

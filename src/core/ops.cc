@@ -225,6 +225,8 @@ Tensor cross_attention(Backend& be, const Tensor& q, const PackedKV& kv, const T
   if (q.rank() != 2 || n_new <= 0 || q.dim(0) % n_new != 0 || d % n_heads != 0 || kv.rows_per_seq <= 0 ||
       kv.kv->dim(0) % kv.rows_per_seq != 0 || kv.k_col + d > kv.kv->dim(1) || kv.v_col + d > kv.kv->dim(1))
     shape_error("attention", "q " + q.describe() + " vs packed K/V " + kv.kv->describe());
+  if (kv.panel < 0 || (kv.panel > 0 && (kv.k_col % kv.panel || kv.v_col % kv.panel || kv.kv->dim(1) % kv.panel)))
+    shape_error("attention", "panels of " + std::to_string(kv.panel) + " columns in packed K/V " + kv.kv->describe());
   const int64_t rows = q.dim(0) / n_new, seqs = kv.kv->dim(0) / kv.rows_per_seq;
   require_i32("attention", row_seq, rows, "row_seq");
   if (static_cast<int64_t>(row_seq_host.size()) != rows) shape_error("attention", "row_seq_host size");

@@ -63,7 +63,7 @@ std::shared_ptr<const AudioContext> WhisperModel::prepare_audio_replayed(const T
     Tensor x = encoder_convolutions(frames, n_ctx);
     for (int i = 0; i < hp.n_audio_layer; ++i) encoder_block(x, 1, i);
     Tensor features = ops::layer_norm(be, x, *layers_.ln_post.weight, *layers_.ln_post.bias);
-    Tensor kv = cross_kv(features);
+    Tensor kv = cross_kv(features, 1);
     be.copy_async(features, r.features);
     be.copy_async(kv, r.kv);
   });

@@ -174,7 +174,8 @@ Tensor WhisperModel::decoder_hidden(DecoderState& state, int n_new, bool all_pos
       if (capture)
         for (size_t i = 0; i < capture->layers.size(); ++i)
           if (capture->layers[i] == layer) weights = &capture->weights[i];
-      const PackedKV kv{&buf.cross_kv, buf.shape.frames, 2 * layer * d, (2 * layer + 1) * d};
+      const PackedKV kv{&buf.cross_kv, buf.shape.frames, 2 * layer * d, (2 * layer + 1) * d,
+                        be.cross_kv_panel(d / hp.n_text_head)};
       Tensor att = ops::cross_attention(be, q, kv, row_window, row_window_host, n_new, hp.n_text_head, weights);
       ops::linear_residual(be, att, *l.cross_attn.out.weight, l.cross_attn.out.bias, x);
     }

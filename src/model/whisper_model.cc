@@ -125,7 +125,7 @@ Tensor WhisperModel::encode_batch(std::span<const Tensor> mels, int audio_ctx) {
 }
 
 // The cross-attention K/V of every decoder layer in one product per batch.
-Tensor WhisperModel::cross_kv(const Tensor& features) {
+Tensor WhisperModel::cross_kv(const Tensor& features, int64_t windows) {
   const Fp8Region fp8(*backend_, Backend::Fp8Part::CrossKv);
   std::vector<const Tensor*> ws, bs;
   for (const DecoderLayer& l : layers_.decoder) {
@@ -134,8 +134,11 @@ Tensor WhisperModel::cross_kv(const Tensor& features) {
     ws.push_back(l.cross_attn.value.weight);
     bs.push_back(l.cross_attn.value.bias);
   }
-  // Kept in the backend's cross K/V dtype (f16 or q8_0 for the CPU's quantized modes).
-  return ops::cast(*backend_, ops::linear_packed(*backend_, features, ws, bs), backend_->cross_kv_dtype());
+  // Kept in the backend's cross K/V dtype (f16 or q8_0 for the CPU's quantized modes) and
+  // layout (the CPU's fp32 K/V in head panels).
+  return backend_->arrange_cross_kv(
+      ops::cast(*backend_, ops::linear_packed(*backend_, features, ws, bs), backend_->cross_kv_dtype()),
+      features.dim(0) / windows, hparams().n_text_state / hparams().n_text_head);
 }
 
 std::shared_ptr<const AudioContext> WhisperModel::prepare_audio(const Tensor& mel, int audio_ctx) {
@@ -147,7 +150,7 @@ std::vector<std::shared_ptr<const AudioContext>> WhisperModel::prepare_audio_bat
   if (mels.size() == 1 && backend_->records_replays())
     return {prepare_audio_replayed(mels[0], checked_audio_ctx(mels, audio_ctx))};
   Tensor features = encode_batch(mels, audio_ctx);
-  Tensor kv = cross_kv(features);
+  Tensor kv = cross_kv(features, static_cast<int64_t>(mels.size()));
   const int64_t n = features.dim(0) / static_cast<int64_t>(mels.size());
   std::vector<std::shared_ptr<const AudioContext>> out;
   for (int64_t b = 0; b < static_cast<int64_t>(mels.size()); ++b) {

@@ -191,7 +191,8 @@ class WhisperModel {
   Tensor window_frames(const Tensor& mel, int n_ctx, Tensor& staging);
   Tensor encoder_convolutions(const Tensor& frames, int n_ctx);
   // The n_ctx the windows encode to, after checking their shapes.
-  Tensor cross_kv(const Tensor& features);
+  // features: `windows` windows' encoder outputs, one after another.
+  Tensor cross_kv(const Tensor& features, int64_t windows);
   int checked_audio_ctx(std::span<const Tensor> mels, int audio_ctx) const;
   // One window through encoder and cross K/V as a step a backend may record and replay
   // (model/encoder_replay.cc): the latency case, where launch gaps cost most.

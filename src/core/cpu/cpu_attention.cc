@@ -2,7 +2,9 @@
 // plain op, the encoder's packed Q/K/V, the decoder's KV cache and its cross-attention.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/cpu/attention_q8.h"
@@ -36,7 +38,8 @@ void attend_block(const AttentionRows& a, int64_t h, int64_t r0, int64_t r1, int
                   int64_t causal_offset, int n_heads, float* s, float* wp) {
   const int64_t tk = a.tk, rows = r1 - r0;
   // scores = scale · Q_h K_hᵀ; the heads are column blocks.
-  sgemm_serial(Trans::No, Trans::Yes, rows, tk, hd, scale, a.q + r0 * a.ldq + h * hd, a.ldq, a.k + h * hd, a.ldk, 0.0f,
+  const int64_t hs = a.head_step ? a.head_step : hd;
+  sgemm_serial(Trans::No, Trans::Yes, rows, tk, hd, scale, a.q + r0 * a.ldq + h * hd, a.ldq, a.k + h * hs, a.ldk, 0.0f,
                s, tk);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t visible = causal ? std::min<int64_t>(tk, r0 + i + causal_offset + 1) : tk;
@@ -44,7 +47,7 @@ void attend_block(const AttentionRows& a, int64_t h, int64_t r0, int64_t r1, int
   }
   (void)n_heads;
   if (wp) std::memcpy(wp + (h * a.tq + r0) * tk, s, rows * tk * sizeof(float));
-  sgemm_serial(Trans::No, Trans::No, rows, hd, tk, 1.0f, s, tk, a.v + h * hd, a.ldv, 0.0f, a.out + r0 * a.ldo + h * hd,
+  sgemm_serial(Trans::No, Trans::No, rows, hd, tk, 1.0f, s, tk, a.v + h * hs, a.ldv, 0.0f, a.out + r0 * a.ldo + h * hd,
                a.ldo);
 }
 
@@ -57,8 +60,9 @@ constexpr int64_t kFewQueries = 8;
 void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, int64_t hd, bool causal,
                      int64_t causal_offset, float* s, float* wp) {
   const int64_t tk = a.tk, visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
-  attention_head_set_f32(a.q + i * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, visible, hd,
-                         adjacent_heads(heads, hd), s, tk, a.out + i * a.ldo + h * hd);
+  const int64_t hs = a.head_step ? a.head_step : hd;
+  attention_head_set_f32(a.q + i * a.ldq + h * hd, a.k + h * hs, a.ldk, a.v + h * hs, a.ldv, visible, hd,
+                         HeadSet{heads, hd, hs, hd}, s, tk, a.out + i * a.ldo + h * hd);
   if (wp)
     for (int g = 0; g < heads; ++g) store_weights_row(s + g * tk, h + g, i, a.tq, tk, visible, wp);
 }
@@ -66,8 +70,8 @@ void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, in
 // Head h of query rows [i0, i1) of a few-query call whose rows all see the same keys (a
 // window's beams in the cross-attention): each key's slice is read once for those rows.
 void attend_head_rows(const AttentionRows& a, int64_t h, int64_t i0, int64_t i1, int64_t hd, float* s, float* wp) {
-  const int64_t tk = a.tk;
-  attention_head_set_f32(a.q + i0 * a.ldq + h * hd, a.k + h * hd, a.ldk, a.v + h * hd, a.ldv, tk, hd,
+  const int64_t tk = a.tk, hs = a.head_step ? a.head_step : hd;
+  attention_head_set_f32(a.q + i0 * a.ldq + h * hd, a.k + h * hs, a.ldk, a.v + h * hs, a.ldv, tk, hd,
                          beam_rows(i1 - i0, a.ldq, a.ldo), s, tk, a.out + i0 * a.ldo + h * hd);
   if (wp)
     for (int64_t i = i0; i < i1; ++i) store_weights_row(s + (i - i0) * tk, h, i, a.tq, tk, tk, wp);
@@ -86,6 +90,18 @@ int group_heads_for(int64_t few_rows, int64_t other_tasks, int n_heads, int64_t 
   const int64_t groups = std::clamp<int64_t>((wanted + few_rows - 1) / few_rows, 1, n_heads);
   const int64_t heads = (n_heads + groups - 1) / groups;
   return static_cast<int>(heads);
+}
+
+// check_attention_spans for a few-query call, whose K and V may lie in head panels.
+void check_few_spans(const AttentionRows& a, int n_heads, int64_t hd) {
+  if (!a.head_step || a.head_step == hd)
+    return check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
+  check_strided(a.q, a.tq, a.ldq, n_heads * hd);
+  check_strided(a.out, a.tq, a.ldo, n_heads * hd);
+  if (a.tk > 0) {
+    check_span(a.k, (n_heads - 1) * a.head_step + (a.tk - 1) * a.ldk + hd);
+    check_span(a.v, (n_heads - 1) * a.head_step + (a.tk - 1) * a.ldv + hd);
+  }
 }
 
 }  // namespace
@@ -115,13 +131,16 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
     else if (few(a))
       few_rows += a.tq;
   }
-  const int group_heads = group_heads_for(few_rows, together_tasks, n_heads, pool.size());
+  // K/V in head panels: a head a task, each one sequential stream (grouped heads would be
+  // several streams a task, 2-3x slower there: BM_AttendMany).
+  const bool panels = std::any_of(calls.begin(), calls.end(), [&](const AttentionRows& a) { return a.head_step > hd; });
+  const int group_heads = panels ? 1 : group_heads_for(few_rows, together_tasks, n_heads, pool.size());
   for (const AttentionRows& a : calls) {
     int64_t tasks_of_call = 0;
     AttendPlan p = plan_for(a, n_heads, pool.size());
     p.few = few(a);
     p.rows_together = together(a);
-    if (p.few) check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
+    if (p.few) check_few_spans(a, n_heads, hd);
     if (p.rows_together) {
       p.runs = shared_key_row_runs(a.tq, n_heads, pool.size());
       tasks_of_call = n_heads * p.runs.runs;
@@ -284,12 +303,25 @@ void CpuBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tens
     }
     return;
   }
-  auto attend = [&](int64_t r0, int64_t r1, float* w) {
+  // Rows [r0, r1) of the step, all over sequence row_seq_host[r0]: its K/V as the rows of
+  // the product, or in head panels (kv.panel, arrange_cross_kv).
+  const int64_t hd = d / n_heads;
+  if (kv.panel != 0 && kv.panel != hd)
+    throw Error(ErrorCode::Internal, "[cpu] cross K/V panels of " + std::to_string(kv.panel) + " columns for heads of " +
+                                         std::to_string(hd));
+  auto rows_of = [&](int64_t r0, int64_t r1) {
     const float* base = kv.kv->data<float>() + row_seq_host[r0] * tk * ld;
     AttentionRows a{q.data<float>() + r0 * n_new * d, d, base + kv.k_col, ld, base + kv.v_col, ld,
                     out.data<float>() + r0 * n_new * d, d, (r1 - r0) * n_new, tk};
-    cpu_attend(pool_, a, n_heads, d / n_heads, false, 0, w);
+    if (kv.panel) {
+      a.k = base + kv.k_col / hd * tk * hd;
+      a.v = base + kv.v_col / hd * tk * hd;
+      a.ldk = a.ldv = hd;
+      a.head_step = tk * hd;
+    }
+    return a;
   };
+  auto attend = [&](int64_t r0, int64_t r1, float* w) { cpu_attend(pool_, rows_of(r0, r1), n_heads, hd, false, 0, w); };
   if (!weights) {
     // Rows that read the same sequence (the beams of one window) go through one call, so
     // the cross K/V is read once per step instead of once per beam; all calls share one
@@ -298,18 +330,48 @@ void CpuBackend::cross_attention(const Tensor& q, const PackedKV& kv, const Tens
     for (int64_t r0 = 0; r0 < rows;) {
       int64_t r1 = r0 + 1;
       while (r1 < rows && row_seq_host[r1] == row_seq_host[r0]) ++r1;
-      const float* base = kv.kv->data<float>() + row_seq_host[r0] * tk * ld;
-      calls.push_back({q.data<float>() + r0 * n_new * d, d, base + kv.k_col, ld, base + kv.v_col, ld,
-                       out.data<float>() + r0 * n_new * d, d, (r1 - r0) * n_new, tk});
+      calls.push_back(rows_of(r0, r1));
       r0 = r1;
     }
-    cpu_attend_many(pool_, calls, n_heads, d / n_heads, false, {}, {});
+    cpu_attend_many(pool_, calls, n_heads, hd, false, {}, {});
     return;
   }
   // Captured weights are laid out [row, head, token, frame]: one call per row.
   Tensor host = weights->device() == Device::Cpu ? *weights : Tensor::empty(weights->shape(), DType::F32);
   const int64_t per_row = n_heads * n_new * tk;
   for (int64_t r = 0; r < rows; ++r) attend(r, r + 1, host.data<float>() + r * per_row);
+}
+
+bool CpuBackend::kv_panels_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("HARK_CPU_KV_PANELS");
+    return !(env && std::string(env) == "0");
+  }();
+  return enabled;
+}
+
+Tensor CpuBackend::arrange_cross_kv(const Tensor& kv, int64_t rows_per_seq, int64_t head_dim) {
+  const int64_t panel = cross_kv_panel(head_dim);
+  if (panel == 0 || kv.dtype() != DType::F32) return kv;
+  const int64_t rows = kv.dim(0), cols = kv.dim(1);
+  if (rows_per_seq <= 0 || rows % rows_per_seq != 0 || cols % panel != 0)
+    throw Error(ErrorCode::Internal, "[cpu] cross K/V of " + kv.describe() + " do not split into windows of " +
+                                         std::to_string(rows_per_seq) + " rows and panels of " +
+                                         std::to_string(panel) + " columns");
+  Tensor out = alloc({rows, cols}, DType::F32);
+  const int64_t panels = cols / panel;
+  const float* src = kv.data<float>();
+  float* dst = out.data<float>();
+  // A task per (window, panel): the panel's rows, one after another.
+  pool_.parallel_for(rows / rows_per_seq * panels, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t window = task / panels, p = task % panels;
+      const float* from = src + window * rows_per_seq * cols + p * panel;
+      float* to = dst + window * rows_per_seq * cols + p * rows_per_seq * panel;
+      for (int64_t r = 0; r < rows_per_seq; ++r) std::memcpy(to + r * panel, from + r * cols, panel * sizeof(float));
+    }
+  });
+  return out;
 }
 
 }  // namespace hark

@@ -48,6 +48,14 @@ class CpuBackend final : public Backend {
   void select_tokens(const Tensor& logits, const Tensor& spec, int k, Tensor& out) override;
 
   DType cross_kv_dtype() const override { return cross_kv_; }
+  // fp32 cross K/V in head panels, read a head a task: the few-row loops then stream each
+  // head's keys instead of fetching a slice of every key's row of all layers (about twice
+  // the cross-attention's rate on a 2-core EPYC: docs/benchmarks.md, "The cross K/V
+  // layout"). f16 and q8_0 keep rows. HARK_CPU_KV_PANELS=0 keeps rows (for comparisons).
+  int64_t cross_kv_panel(int64_t head_dim) const override {
+    return cross_kv_ == DType::F32 && kv_panels_enabled() ? head_dim : 0;
+  }
+  Tensor arrange_cross_kv(const Tensor& kv, int64_t rows_per_seq, int64_t head_dim) override;
   bool prefers_device_selection() const override { return select_next_to_logits_; }
   void set_select_next_to_logits(bool on) { select_next_to_logits_ = on; }
   // Bytes of the fp32 copies made of half-precision weights (model memory beyond the file).
@@ -56,6 +64,7 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
 
  private:
+  static bool kv_panels_enabled();
   // fp32 copy of a half-precision weight, made once and kept (keyed by its address).
   const float* f32_weights(const Tensor& w);
   // y (row stride ldy) = x · wᵀ + b: the product behind linear and linear_packed.
@@ -82,6 +91,7 @@ struct AttentionRows {
   float* out;
   int64_t ldo;
   int64_t tq, tk;
+  int64_t head_step = 0;  // K and V values from one head to the next (0: head_dim, heads side by side)
 };
 void cpu_attend(ThreadPool& pool, const AttentionRows& a, int n_heads, int64_t head_dim, bool causal,
                 int64_t causal_offset, float* weights);

@@ -74,6 +74,62 @@ TEST(Q8KvAttention, CloseToFp32AttentionOnTheSameValues) {
   }
 }
 
+// The CPU keeps fp32 cross K/V in head panels (CpuBackend::arrange_cross_kv): each
+// window's rows rearranged, and cross_attention over them gives the bits it gives over the
+// product's rows, for every path: one row a window (a batched step), a window's beams, a
+// prompt longer than the few-row loops (sgemm), captured weights, several layers.
+TEST(CrossKvPanels, SameBitsAsTheProductsRows) {
+  CpuBackend be(2);
+  std::mt19937 rng(11);
+  const int heads = 3, hd = 64, d = heads * hd, layers = 2, tk = 45, windows = 3;
+  ASSERT_EQ(be.cross_kv_panel(hd), hd);
+  const Tensor rows = normal_tensor({windows * tk, 2 * layers * d}, rng);
+  const Tensor panels = be.arrange_cross_kv(rows, tk, hd);
+  ASSERT_NE(panels.raw(), rows.raw());
+  // The layout PackedKV documents: column c of row r at (c / 64)·tk·64 + r·64 + c % 64.
+  for (int64_t w = 0; w < windows; ++w)
+    for (int64_t r = 0; r < tk; ++r)
+      for (int64_t c = 0; c < 2 * layers * d; c += 7)
+        ASSERT_EQ(panels.data<float>()[w * tk * 2 * layers * d + (c / hd) * tk * hd + r * hd + c % hd],
+                  rows.data<float>()[(w * tk + r) * 2 * layers * d + c]);
+  struct Case {
+    std::vector<int32_t> seq;
+    int n_new;
+    bool weights;
+  };
+  const std::vector<Case> cases = {{{0, 1, 2}, 1, false}, {{2, 2, 2, 2, 2}, 1, false}, {{1, 0, 0, 2}, 1, false},
+                                   {{0, 2}, 3, false},    {{1, 2}, 12, false},         {{2, 0}, 1, true},
+                                   {{0, 0, 1}, 12, true}};
+  for (const Case& c : cases)
+    for (int layer = 0; layer < layers; ++layer) {
+      const int64_t n = static_cast<int64_t>(c.seq.size());
+      const Tensor q = normal_tensor({n * c.n_new, d}, rng);
+      Tensor row_seq = Tensor::empty({n}, DType::I32);
+      for (int64_t i = 0; i < n; ++i) row_seq.data<int32_t>()[i] = c.seq[i];
+      const PackedKV by_rows{&rows, tk, 2 * layer * d, (2 * layer + 1) * d};
+      const PackedKV by_panels{&panels, tk, 2 * layer * d, (2 * layer + 1) * d, hd};
+      Tensor w_rows = Tensor::empty({n, heads, c.n_new, tk}), w_panels = Tensor::empty({n, heads, c.n_new, tk});
+      const Tensor want = ops::cross_attention(be, q, by_rows, row_seq, c.seq, c.n_new, heads, c.weights ? &w_rows : nullptr);
+      const Tensor got =
+          ops::cross_attention(be, q, by_panels, row_seq, c.seq, c.n_new, heads, c.weights ? &w_panels : nullptr);
+      const std::string what = "rows " + std::to_string(n) + " n_new " + std::to_string(c.n_new) + " layer " +
+                               std::to_string(layer) + (c.weights ? " weights" : "");
+      EXPECT_EQ(got.to_vector(), want.to_vector()) << what;
+      if (c.weights) EXPECT_EQ(w_panels.to_vector(), w_rows.to_vector()) << what;
+    }
+  // Panels that do not fit the heads or the columns are refused.
+  const Tensor q = normal_tensor({1, d}, rng);
+  Tensor row_seq = Tensor::empty({1}, DType::I32);
+  row_seq.data<int32_t>()[0] = 0;
+  const std::vector<int32_t> seq = {0};
+  EXPECT_THROW(ops::cross_attention(be, q, PackedKV{&panels, tk, 0, d, 50}, row_seq, seq, 1, heads), Error);
+  EXPECT_THROW(ops::cross_attention(be, q, PackedKV{&panels, tk, 0, d, 32}, row_seq, seq, 1, heads), Error);
+  EXPECT_THROW(be.arrange_cross_kv(normal_tensor({tk + 1, 2 * layers * d}, rng), tk, hd), Error);
+  // f16 and q8_0 cross K/V keep the product's rows.
+  EXPECT_EQ(CpuBackend(1, DType::F16).cross_kv_panel(hd), 0);
+  EXPECT_EQ(CpuBackend(1, DType::Q8_0).cross_kv_panel(hd), 0);
+}
+
 TEST(HalfKvAttention, CastRoundsToNearestHalf) {
   CpuBackend be(2);
   EXPECT_EQ(be.cross_kv_dtype(), DType::F32);
