@@ -166,13 +166,10 @@ class Trainer(unittest.TestCase):
         self.assertAlmostEqual(T.lr_factor(18114, 300, resumed_at=18114), 1 / 50)
         self.assertEqual(T.lr_factor(18164, 300, resumed_at=18114), 1.0)
 
-    def test_target_loss_equals_the_whole_logits_loss(self):
-        """The loss over the taught positions only is the ignore_index loss of the whole
-        logits, gradients too, for a model split as Whisper's (decoder, then proj_out)."""
-        import contextlib
+    def split_model(self):
+        """A model split as Whisper's is for target_loss (decoder stack `model`, then
+        `proj_out`), each window's hidden states depending on its own features only."""
         torch = self.torch
-        F = torch.nn.functional
-        torch.manual_seed(3)
 
         class Split(torch.nn.Module):
             def __init__(self):
@@ -182,8 +179,19 @@ class Trainer(unittest.TestCase):
 
             def model(self, input_features, decoder_input_ids, use_cache):
                 out = type("Out", (), {})()
-                out.last_hidden_state = torch.tanh(self.embed(decoder_input_ids) + input_features.mean())
+                per_window = input_features.mean((1, 2))[:, None, None]
+                out.last_hidden_state = torch.tanh(self.embed(decoder_input_ids) + per_window)
                 return out
+
+        return Split()
+
+    def test_target_loss_equals_the_whole_logits_loss(self):
+        """The loss over the taught positions only is the ignore_index loss of the whole
+        logits, gradients too, for a model split as Whisper's (decoder, then proj_out)."""
+        import contextlib
+        torch = self.torch
+        F = torch.nn.functional
+        torch.manual_seed(3)
 
         feats = torch.randn(3, 4, 5)
         inputs = torch.randint(0, 50, (3, 7))
@@ -191,7 +199,7 @@ class Trainer(unittest.TestCase):
         labels[0, 5:] = -100
         labels[1, :2] = -100
         labels[2, 1] = -100
-        m = Split()
+        m = self.split_model()
         whole = m.proj_out(m.model(feats, inputs, False).last_hidden_state)
         expect = F.cross_entropy(whole.reshape(-1, 50), labels.reshape(-1), ignore_index=-100)
         expect.backward()
@@ -211,24 +219,13 @@ class Trainer(unittest.TestCase):
         torch = self.torch
         torch.manual_seed(5)
 
-        class Split(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.embed = torch.nn.Embedding(50, 16)
-                self.proj_out = torch.nn.Linear(16, 50, bias=False)
-
-            def model(self, input_features, decoder_input_ids, use_cache):
-                out = type("Out", (), {})()
-                out.last_hidden_state = torch.tanh(self.embed(decoder_input_ids) + input_features.mean((1, 2))[:, None, None])  # per window
-                return out
-
         feats = torch.randn(5, 4, 5)
         inputs = torch.randint(0, 50, (5, 7))
         labels = torch.randint(0, 50, (5, 7))
         labels[0, 2:] = -100
-        labels[3, :] = -100  # with 3 parts of 2 windows, the second part has one taught row
+        labels[3, :] = -100  # with 3 parts of 2 windows, the second part has one taught window
         labels[4, :] = -100  # and the third none
-        m = Split()
+        m = self.split_model()
         one = self.T.backward_in_parts(m, feats, inputs, labels, contextlib.nullcontext(), 1)
         grads = [p.grad.clone() for p in m.parameters()]
         for parts in (2, 3, 5):
@@ -237,6 +234,40 @@ class Trainer(unittest.TestCase):
             self.assertAlmostEqual(float(got), float(one), places=5, msg=f"{parts} parts")
             for g, p in zip(grads, m.parameters()):
                 self.assertTrue(torch.allclose(g, p.grad, atol=1e-6), f"{parts} parts")
+
+    def test_backward_fitting_doubles_the_passes_until_the_batch_fits(self):
+        """Out of GPU memory, the step is redone in twice the passes (fresh gradients each
+        try) until it fits; past the limit the error goes on."""
+        import contextlib
+        from unittest import mock
+        torch = self.torch
+        T = self.T
+        torch.manual_seed(7)
+        feats, inputs = torch.randn(4, 4, 5), torch.randint(0, 50, (4, 7))
+        labels = torch.randint(0, 50, (4, 7))
+        m = self.split_model()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        want = T.backward_in_parts(m, feats, inputs, labels, contextlib.nullcontext(), 1)
+        grads = [p.grad.clone() for p in m.parameters()]
+        real, tried, logged = T.backward_in_parts, [], []
+
+        def fits_in_four(model, f, i, lab, ac, parts):
+            tried.append(parts)
+            out = real(model, f, i, lab, ac, parts)  # a failing pass may leave gradients behind
+            if parts < 4:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+            return out
+
+        with mock.patch.object(T, "backward_in_parts", fits_in_four):
+            loss, parts = T.backward_fitting(m, feats, inputs, labels, contextlib.nullcontext(), opt, 1, logged.append)
+            self.assertEqual((tried, parts), ([1, 2, 4], 4))
+            self.assertAlmostEqual(float(loss), float(want), places=5)
+            for g, p in zip(grads, m.parameters()):
+                self.assertTrue(torch.allclose(g, p.grad, atol=1e-6))
+            self.assertEqual(len(logged), 2)
+            with self.assertRaises(torch.cuda.OutOfMemoryError):
+                T.backward_fitting(m, feats, inputs, labels, contextlib.nullcontext(), opt, 1, logged.append,
+                                   max_parts=2)
 
     def test_targets_are_shifted_and_masked(self):
         import layout

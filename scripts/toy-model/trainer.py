@@ -343,19 +343,7 @@ def train(args, stream, meta, log, deadline, state, resume_dir=None):
             g["lr"] = args.lr * lr_factor(step, args.warmup_steps, first_step or None, cooldown,
                                           cooldown_after=getattr(args, "cooldown_after", 0.0),
                                           cooldown_scale=cooldown_scale(args))
-        opt.zero_grad(set_to_none=True)
-        try:
-            loss = backward_in_parts(model, feats, inputs, labels, autocast, parts)
-        except torch.cuda.OutOfMemoryError:
-            # Same batch, same gradient, in more passes: an H100's 80 GB may not hold a
-            # batch an H200's 141 GB does, and a smaller batch would change the recipe.
-            if parts >= 8:
-                raise
-            parts *= 2
-            log(f"out of GPU memory at batch {args.batch}: {parts} passes a step from now on")
-            opt.zero_grad(set_to_none=True)
-            torch.cuda.empty_cache()
-            loss = backward_in_parts(model, feats, inputs, labels, autocast, parts)
+        loss, parts = backward_fitting(model, feats, inputs, labels, autocast, opt, parts, log)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
@@ -396,6 +384,24 @@ def target_loss(model, feats, inputs, labels, autocast):
         hidden = model.model(input_features=feats, decoder_input_ids=inputs, use_cache=False).last_hidden_state
         logits = model.proj_out(hidden[taught])
     return F.cross_entropy(logits.float(), labels[taught])
+
+
+def backward_fitting(model, feats, inputs, labels, autocast, opt, parts, log, max_parts=8):
+    """backward_in_parts with fresh gradients, doubling the passes while the GPU runs out of
+    memory (up to max_parts): the same batch and gradient, since an H100's 80 GB may not hold
+    a batch an H200's 141 GB does and a smaller batch would change the recipe. Returns
+    (loss, the passes it took), which later steps start from."""
+    while True:
+        opt.zero_grad(set_to_none=True)
+        try:
+            return backward_in_parts(model, feats, inputs, labels, autocast, parts), parts
+        except torch.cuda.OutOfMemoryError:
+            if parts >= max_parts:
+                raise
+            parts *= 2
+            log(f"out of GPU memory at batch {feats.shape[0]}: {parts} passes a step from now on")
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
 
 
 def backward_in_parts(model, feats, inputs, labels, autocast, parts):

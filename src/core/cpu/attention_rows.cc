@@ -139,14 +139,6 @@ HARK_UNINSTRUMENTED void head_values(const float* p, const E* v, int64_t tk, int
   }
 }
 
-// The set's slices of one key row: one run when its heads are side by side in the row (or
-// it is a window's beams, one slice), else each head's slice (heads in panels).
-template <class E>
-HARK_UNINSTRUMENTED inline void prefetch_set(const E* row, HeadSet set, int64_t hd) {
-  if (set.kv_step <= hd) return prefetch_slice(row, set.kv_step * (set.n - 1) + hd);
-  for (int i = 0; i < set.n; ++i) prefetch_slice(row + i * set.kv_step, hd);
-}
-
 // Scores and values of a HeadSet (attention_rows.h): each key row's slice of the whole set
 // is fetched once (adjacent heads: one contiguous run; a window's beams: the same slice for
 // every row). Every score and output value is summed in the order head_scores /
@@ -154,9 +146,10 @@ HARK_UNINSTRUMENTED inline void prefetch_set(const E* row, HeadSet set, int64_t 
 template <class E>
 HARK_UNINSTRUMENTED void set_scores(const float* q, const E* k, int64_t tk, int64_t d, int64_t hd, HeadSet set,
                                     float scale, float* scores, int64_t lds) {
+  const int64_t span = set.kv_step * (set.n - 1) + hd;
   int64_t t = 0;
   for (; t + 8 <= tk; t += 8) {
-    for (int u = 0; u < 8; ++u) prefetch_set(k + (t + kPrefetchRows + u) * d, set, hd);
+    for (int u = 0; u < 8; ++u) prefetch_slice(k + (t + kPrefetchRows + u) * d, span);
     for (int i = 0; i < set.n; ++i)
       score_block8(q + i * set.q_step, k + t * d + i * set.kv_step, d, hd, scale, scores + i * lds + t);
   }
@@ -172,10 +165,11 @@ template <class E, int Blocks>
 HARK_UNINSTRUMENTED void set_values_wide(const float* p, int64_t lds, const E* v, int64_t tk, int64_t d, HeadSet set,
                                          float* out) {
   constexpr int64_t hd = 16 * Blocks;
+  const int64_t span = set.kv_step * (set.n - 1) + hd;
   __m512 acc[kSetAccumulators];
   for (auto& a : acc) a = _mm512_setzero_ps();
   for (int64_t t = 0; t < tk; ++t) {
-    prefetch_set(v + (t + kPrefetchRows) * d, set, hd);
+    prefetch_slice(v + (t + kPrefetchRows) * d, span);
     const E* row = v + t * d;
     for (int i = 0; i < set.n; ++i) {
       const __m512 pv = _mm512_set1_ps(p[i * lds + t]);

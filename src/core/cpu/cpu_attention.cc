@@ -131,8 +131,9 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
     else if (few(a))
       few_rows += a.tq;
   }
-  // K/V in head panels: a head a task, each one sequential stream (grouped heads would be
-  // several streams a task, 2-3x slower there: BM_AttendMany).
+  // K/V in head panels: a head a task, one sequential stream each (grouped heads would be
+  // several streams a task, 2-3x slower there: BM_AttendMany). The loops prefetch a set's
+  // heads as one run of a key row, which holds only for heads side by side or a set of one.
   const bool panels = std::any_of(calls.begin(), calls.end(), [&](const AttentionRows& a) { return a.head_step > hd; });
   const int group_heads = panels ? 1 : group_heads_for(few_rows, together_tasks, n_heads, pool.size());
   for (const AttentionRows& a : calls) {
