@@ -139,6 +139,24 @@ BENCHMARK(BM_KvReadPattern)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// The copy that puts one window's fp32 cross K/V into head panels (CpuBackend::
+// arrange_cross_kv), once per encoded window: {decoder layers, width, threads}. Reports
+// the bytes copied per second (read once, written once).
+void BM_ArrangeCrossKv(benchmark::State& state) {
+  const int64_t layers = state.range(0), d = state.range(1), tk = 1500;
+  auto backend = hark::make_cpu_backend({static_cast<int>(state.range(2))});
+  hark::Tensor kv = hark::Tensor::empty({tk, 2 * layers * d}, hark::DType::F32);
+  float* v = kv.data<float>();
+  for (int64_t i = 0; i < kv.numel(); ++i) v[i] = 0.01f * static_cast<float>(i % 11);
+  for (auto _ : state) {
+    hark::Tensor panels = backend->arrange_cross_kv(kv, tk, 64);
+    benchmark::DoNotOptimize(panels.data<float>());
+  }
+  state.SetBytesProcessed(state.iterations() * kv.nbytes());
+}
+// tiny (4 layers of 384), base (6 of 512), large-v3-turbo's decoder (4 of 1280).
+BENCHMARK(BM_ArrangeCrossKv)->Args({4, 384, 2})->Args({6, 512, 2})->Args({4, 1280, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();
