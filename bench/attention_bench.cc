@@ -35,12 +35,12 @@ void BM_AttendMany(benchmark::State& state) {
   std::vector<int64_t> offsets(windows, tk - tq);
   for (int64_t l = 0; l < kLayers; ++l)
     for (int64_t w = 0; w < windows; ++w) {
-      const float* base = kv + w * tk * ld + l * 2 * d;
       if (panels) {  // the window's block as panels: layer l's K heads are panels 2l·heads + h
         const float* block = kv + w * tk * ld + 2 * l * heads * tk * hd;
         layers[l].push_back({q.data() + w * tq * d, d, block, hd, block + heads * tk * hd, hd, out.data() + w * tq * d, d,
                              tq, tk, tk * hd});
       } else {
+        const float* base = kv + w * tk * ld + l * 2 * d;
         layers[l].push_back({q.data() + w * tq * d, d, base, ld, base + d, ld, out.data() + w * tq * d, d, tq, tk});
       }
     }

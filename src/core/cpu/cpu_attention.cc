@@ -38,7 +38,7 @@ void attend_block(const AttentionRows& a, int64_t h, int64_t r0, int64_t r1, int
                   int64_t causal_offset, int n_heads, float* s, float* wp) {
   const int64_t tk = a.tk, rows = r1 - r0;
   // scores = scale · Q_h K_hᵀ; the heads are column blocks.
-  const int64_t hs = a.head_step ? a.head_step : hd;
+  const int64_t hs = a.head_stride(hd);
   sgemm_serial(Trans::No, Trans::Yes, rows, tk, hd, scale, a.q + r0 * a.ldq + h * hd, a.ldq, a.k + h * hs, a.ldk, 0.0f,
                s, tk);
   for (int64_t i = 0; i < rows; ++i) {
@@ -60,7 +60,7 @@ constexpr int64_t kFewQueries = 8;
 void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, int64_t hd, bool causal,
                      int64_t causal_offset, float* s, float* wp) {
   const int64_t tk = a.tk, visible = causal ? std::min<int64_t>(tk, i + causal_offset + 1) : tk;
-  const int64_t hs = a.head_step ? a.head_step : hd;
+  const int64_t hs = a.head_stride(hd);
   attention_head_set_f32(a.q + i * a.ldq + h * hd, a.k + h * hs, a.ldk, a.v + h * hs, a.ldv, visible, hd,
                          HeadSet{heads, hd, hs, hd}, s, tk, a.out + i * a.ldo + h * hd);
   if (wp)
@@ -70,7 +70,7 @@ void attend_head_row(const AttentionRows& a, int64_t h, int heads, int64_t i, in
 // Head h of query rows [i0, i1) of a few-query call whose rows all see the same keys (a
 // window's beams in the cross-attention): each key's slice is read once for those rows.
 void attend_head_rows(const AttentionRows& a, int64_t h, int64_t i0, int64_t i1, int64_t hd, float* s, float* wp) {
-  const int64_t tk = a.tk, hs = a.head_step ? a.head_step : hd;
+  const int64_t tk = a.tk, hs = a.head_stride(hd);
   attention_head_set_f32(a.q + i0 * a.ldq + h * hd, a.k + h * hs, a.ldk, a.v + h * hs, a.ldv, tk, hd,
                          beam_rows(i1 - i0, a.ldq, a.ldo), s, tk, a.out + i0 * a.ldo + h * hd);
   if (wp)
@@ -94,13 +94,14 @@ int group_heads_for(int64_t few_rows, int64_t other_tasks, int n_heads, int64_t 
 
 // check_attention_spans for a few-query call, whose K and V may lie in head panels.
 void check_few_spans(const AttentionRows& a, int n_heads, int64_t hd) {
-  if (!a.head_step || a.head_step == hd)
+  const int64_t hs = a.head_stride(hd);
+  if (hs == hd)
     return check_attention_spans(a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.tq, a.tk, n_heads * hd);
   check_strided(a.q, a.tq, a.ldq, n_heads * hd);
   check_strided(a.out, a.tq, a.ldo, n_heads * hd);
   if (a.tk > 0) {
-    check_span(a.k, (n_heads - 1) * a.head_step + (a.tk - 1) * a.ldk + hd);
-    check_span(a.v, (n_heads - 1) * a.head_step + (a.tk - 1) * a.ldv + hd);
+    check_span(a.k, (n_heads - 1) * hs + (a.tk - 1) * a.ldk + hd);
+    check_span(a.v, (n_heads - 1) * hs + (a.tk - 1) * a.ldv + hd);
   }
 }
 
@@ -134,7 +135,8 @@ void cpu_attend_many(ThreadPool& pool, std::span<const AttentionRows> calls, int
   // K/V in head panels: a head a task, one sequential stream each (grouped heads would be
   // several streams a task, 2-3x slower there: BM_AttendMany). The loops prefetch a set's
   // heads as one run of a key row, which holds only for heads side by side or a set of one.
-  const bool panels = std::any_of(calls.begin(), calls.end(), [&](const AttentionRows& a) { return a.head_step > hd; });
+  const bool panels =
+      std::any_of(calls.begin(), calls.end(), [&](const AttentionRows& a) { return a.head_stride(hd) > hd; });
   const int group_heads = panels ? 1 : group_heads_for(few_rows, together_tasks, n_heads, pool.size());
   for (const AttentionRows& a : calls) {
     int64_t tasks_of_call = 0;

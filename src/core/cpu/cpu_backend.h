@@ -93,6 +93,7 @@ struct AttentionRows {
   int64_t ldo;
   int64_t tq, tk;
   int64_t head_step = 0;  // K and V values from one head to the next (0: head_dim, heads side by side)
+  int64_t head_stride(int64_t head_dim) const { return head_step ? head_step : head_dim; }
 };
 void cpu_attend(ThreadPool& pool, const AttentionRows& a, int n_heads, int64_t head_dim, bool causal,
                 int64_t causal_offset, float* weights);
