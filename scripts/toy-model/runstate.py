@@ -12,6 +12,8 @@ the corpus checksums it was trained on, and one entry per run (seconds, steps, l
   python3 scripts/toy-model/runstate.py slice FULL_CORPUS PARTS_DIR|new OUT_DIR COUNT
       # the next COUNT training lines per language from the state's position: the full
       # corpus (15+ MB) does not fit beside the state in the 64 MiB the device tool carries
+  python3 scripts/toy-model/runstate.py rebase PARTS_DIR NEW_FULL_CORPUS OUT_PARTS_DIR
+      # the same state on a rebuilt corpus: changed languages restart at line 0 (rebase())
   python3 scripts/toy-model/runstate.py from-model MODEL_DIR OUT_PARTS_DIR [--corpus DIR]
       [--step N] [--windows-seen N] [--position en=N,de=N,...]
       # a resumable state from a shipped checkpoint (models/hark-toy-speech) when the last
@@ -427,6 +429,40 @@ def from_model(model_dir, out_dir, corpus_dir=None, results_dir=RESULTS_DIR, ste
     return state
 
 
+def rebase(parts_dir, corpus_dir, out_dir, part_bytes=PART_BYTES, log=print):
+    """Moves a state onto a rebuilt corpus (a source added, say), keeping the weights, the
+    optimizer moments, the step and the schedule. A language whose training file changed
+    starts again at line 0 of the new interleaved order (its old position indexes other
+    sentences); one whose file is the same keeps its position. The change is recorded in
+    state.json's "rebases". Returns state.json."""
+    langs = [lang for lang in LANGS if os.path.exists(os.path.join(corpus_dir, f"train-{lang}.txt.xz"))
+             or os.path.exists(_slice_path(corpus_dir, lang))]
+    if not langs:
+        raise FileNotFoundError(f"[state] no train-LL.txt.xz in {corpus_dir}; build it with corpus/build.py")
+    info = corpus_info(corpus_dir, langs)
+    with tempfile.TemporaryDirectory(prefix="hark-rebase-") as tmp:
+        state = unpack_state(parts_dir, tmp)
+        changed = {}
+        for lang, have in sorted(info.items()):
+            old = state["corpus"].get(lang)
+            if old and old["sha256"] == have["sha256"]:
+                continue
+            changed[lang] = {"from_sha256": (old or {}).get("sha256"), "from_position": state["position"].get(lang),
+                             "to_sha256": have["sha256"], "to_lines": have["lines"]}
+            state["corpus"][lang] = have
+            state["position"][lang] = 0
+            state["wraps"][lang] = 0
+        if not changed:
+            raise ValueError(f"[state] {corpus_dir} is the corpus the state already reads: nothing to rebase")
+        state.setdefault("rebases", []).append({"step": state["step"], "languages": changed})
+        save_json(os.path.join(tmp, "state.json"), state)
+        write_sidecar(tmp, state)
+        pack_state(tmp, out_dir, part_bytes)
+    log(f"[state] rebased at step {state['step']}: {', '.join(sorted(changed))} from line 0 of the new corpus; "
+        f"position {state['position']} -> {out_dir}")
+    return state
+
+
 def complete_state(state, info):
     """Gives a state (one made by from_model without a corpus, say) every language of the
     corpus it resumes on: its checksum and line count, position 0, no wraps."""
@@ -458,6 +494,9 @@ def main(argv):
                            position=position)
         print(json.dumps({k: state[k] for k in ("shape", "step", "windows_seen", "position", "wraps", "origin")},
                          indent=1))
+        return 0
+    if len(argv) == 5 and argv[1] == "rebase":
+        rebase(argv[2], argv[3], argv[4])
         return 0
     if len(argv) == 4 and argv[1] == "unpack":
         print(json.dumps(unpack_state(argv[2], argv[3]), indent=1))

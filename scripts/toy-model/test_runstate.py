@@ -106,6 +106,37 @@ class Positions(unittest.TestCase):
                 runstate.corpus_info(d, ["fr"])
 
 
+    def test_rebase_keeps_the_state_and_restarts_changed_languages(self):
+        with tempfile.TemporaryDirectory() as d:
+            old, new, parts, out = (os.path.join(d, x) for x in ("old", "new", "parts", "out"))
+            for folder in (old, new):
+                os.makedirs(folder)
+                _corpus(folder, "de", ["Eins.", "Zwei.", "Drei."])
+            _corpus(old, "en", ["One.", "Two.", "Three."])
+            _corpus(new, "en", ["Two.", "A sneeze.", "One.", "Three."])
+            state = runstate.new_state({"d_model": 8}, runstate.corpus_info(old, ["en", "de"]), seed=3)
+            state.update(step=500, position={"en": 2, "de": 1}, wraps={"en": 4, "de": 2})
+            src = os.path.join(d, "src")
+            os.makedirs(src)
+            runstate.save_json(os.path.join(src, "state.json"), state)
+            with open(os.path.join(src, "model.safetensors"), "wb") as f:
+                f.write(b"weights")
+            with open(os.path.join(src, "adam-moments.pt"), "wb") as f:
+                f.write(b"moments")
+            runstate.pack_state(src, parts)
+            got = runstate.rebase(parts, new, out, log=lambda *_: None)
+            self.assertEqual((got["step"], got["position"], got["wraps"]), (500, {"en": 0, "de": 1}, {"en": 0, "de": 2}))
+            self.assertEqual(got["corpus"], runstate.corpus_info(new, ["en", "de"]))
+            self.assertEqual(got["rebases"][0]["languages"]["en"]["from_position"], 2)
+            back = os.path.join(d, "back")
+            self.assertEqual(runstate.unpack_state(out, back), got)
+            runstate.check_corpus(got, runstate.corpus_info(new, ["en", "de"]))
+            with open(os.path.join(back, "adam-moments.pt"), "rb") as f:
+                self.assertEqual(f.read(), b"moments")
+            with self.assertRaisesRegex(ValueError, "nothing to rebase"):
+                runstate.rebase(out, new, os.path.join(d, "again"), log=lambda *_: None)
+
+
 def _checkpoint(d, d_model=8, heads=2, enc=2, dec=1, vocab=16, card=None):
     """A tiny fake shipped checkpoint: config.json, fp16 model.safetensors (written with the
     standard library in the safetensors layout), generation_config.json, MODEL_CARD.md."""

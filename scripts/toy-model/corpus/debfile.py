@@ -45,7 +45,8 @@ def data_tar(path):
 
 def read_files(path, patterns):
     """Yields (file name inside the package, bytes) for regular files whose name (without
-    the leading './') matches one of the fnmatch patterns; .gz files are decompressed."""
+    the leading './') matches one of the fnmatch patterns; .gz and dictd's .dz (gzip with a random-access
+    index in its header) files are decompressed."""
     with data_tar(path) as tar:
         for info in tar:
             if not info.isfile():
@@ -54,7 +55,7 @@ def read_files(path, patterns):
             if not any(fnmatch.fnmatch(name, p) for p in patterns):
                 continue
             blob = tar.extractfile(info).read()
-            if name.endswith(".gz"):
+            if name.endswith((".gz", ".dz")):
                 blob = gzip.decompress(blob)
             yield name, blob
 

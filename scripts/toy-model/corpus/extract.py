@@ -253,3 +253,94 @@ def gettext_catalog(blob, side):
         text = raw.split(b"\0")[0].decode("utf-8", errors="replace")
         if text.strip():
             yield _join(text.splitlines())
+
+
+# GCIDE (dictd text): an entry starts at column 0 with "Word \Pro*nun"ci*a`tion\, pos.";
+# its senses, sub-entries and quotations are indented below it.
+_GCIDE_HEAD = re.compile(r"^\S[^\\\n]*\\[^\\\n]*\\")
+_GCIDE_SENSE = re.compile(r"^\s{3}(\d+\.|\([a-z]\))\s")
+_GCIDE_QUOTE = re.compile(r"^\s{6,}\S")
+_GCIDE_CITATION = re.compile(r"\s*--\s?[A-Z(].*$")
+_GCIDE_POS = re.compile(r"^[,\s]*((v|n|a|adv|prep|conj|interj|pron|p|pr|imp|pl|sing|i|t|vb|superl|compar|"
+                        r"obs|fem|masc|pers|poss|pres|inf|perh|obj|prop|dim|sc|e|f|&)\.[,;\s]*)+")
+_GCIDE_AS = re.compile(r"[;,:]\s*as,\s+", re.I)
+
+
+def _gcide_strip(text):
+    """One sense's text without the dictionary's apparatus: bracketed etymologies and
+    labels (nested, as "[OE. fne['o]san.]"), braces kept as their words, citations."""
+    text = re.sub(r"\w\[[^\]\s]{1,5}\]|\[[^\]\s]{1,5}\]\w", "§", text)  # accents written "caf['e]": unsayable
+    prev = None
+    while prev != text:
+        prev, text = text, re.sub(r"\[[^\[\]]*\]", " ", text)
+    text = text.replace("{", "").replace("}", "")
+    text = re.sub(r"[;,]?\s*--\s*", ", ", text)  # "bounded; -- opposed to infinite"
+    text = re.sub(r"^(Hence|Also|Specifically|Formerly)[;,:]\s*(?=[A-Z])", "", text.strip())
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"(?<!\.)\.\.$", ".", text)  # "linen.." where a citation followed
+
+
+def _gcide_sense(text):
+    """A sense's definition, then each of its usage examples ("...; as, rennet
+    coagulates milk; heat coagulates the white of an egg.") as a sentence of its own."""
+    text = _gcide_strip(_GCIDE_POS.sub("", text))
+    if not text:
+        return
+    head, *examples = _GCIDE_AS.split(text, maxsplit=1)
+    head = head.rstrip(" ;,:")
+    if head and head[0].isupper() and not head.startswith("See "):  # "See Sergeanty.": a cross-reference
+        yield head if re.search(r"[.!?]\"?$", head) else head + "."  # may end in a quotation
+    for example in (examples[0].split(";") if examples else []):
+        example = example.strip().rstrip('."').strip()  # 'as, to mope. "Moping melancholy."'
+        if len(example.split()) >= 3:
+            yield example[0].upper() + example[1:] + "."
+
+
+def gcide(text):
+    """GCIDE (dict-gcide, the 1913 Webster revised): definitions, their usage examples and
+    the quotations that illustrate them. Headwords, pronunciations, etymologies, labels
+    ("[Obs.]", "[1913 Webster]"), synonym lists and citations ("--Shak.") are dropped;
+    definitions that do not begin as a sentence (lower-case glosses) are left out."""
+    entries, current = [], None
+    for line in text.splitlines():
+        if _GCIDE_HEAD.match(line):
+            current = [line[_GCIDE_HEAD.match(line).end():]]
+            entries.append(current)
+        elif current is not None:
+            current.append(line)
+    for lines in entries:
+        sense, quote, skip = [], [], False
+
+        def flush():
+            out = []
+            if sense:
+                out += list(_gcide_sense(" ".join(sense)))
+            said = _gcide_strip(" ".join(quote))
+            if said:  # not a lone "[1913 Webster]"
+                out.append(said)
+            sense.clear()
+            quote.clear()
+            return out
+
+        for line in lines:
+            if not line.strip():
+                yield from flush()
+                skip = False
+                continue
+            stripped = line.strip()
+            if stripped.startswith(("Syn:", "Note:", "Usage:")) or (stripped.startswith("{") and not sense and not quote):
+                yield from flush()
+                skip = True  # synonym lists; usage notes and phrase sub-entries define other words
+                continue
+            if skip:
+                continue
+            if quote or (not sense and _GCIDE_QUOTE.match(line)):  # a quotation follows a blank line
+                quote.append(_GCIDE_CITATION.sub("", stripped))
+                if _GCIDE_CITATION.search(stripped):
+                    yield from flush()
+                continue
+            if _GCIDE_SENSE.match(line):
+                yield from flush()
+                stripped = _GCIDE_SENSE.sub("", line).strip()
+            sense.append(_GCIDE_CITATION.sub("", stripped))
+        yield from flush()

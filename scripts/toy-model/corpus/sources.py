@@ -34,6 +34,11 @@ SOURCES = [
            ["usr/share/doc/installation-guide-amd64/en/*.html"], "markup", {}, None, "GPL-2 (Debian installation guide)"),
     Source("gimp-help-en", "en", "train", "gimp-help-en", ["usr/share/gimp/2.0/help/en/*.html"], "markup", {}, None,
            "GFDL-1.2+ (GIMP help, no invariant sections)"),
+    # Webster's 1913 definitions, usage examples and quotations: the one Debian source that
+    # names most everyday words (sneeze, sigh, proffered) often enough to be learnt
+    # (NEXT.md, "Run 18").
+    Source("gcide-en", "en", "train", "dict-gcide", ["usr/share/dictd/gcide.dict.dz"], "gcide", {}, None,
+           "GPL-2+ (GCIDE, the GNU Collaborative International Dictionary of English)"),
     Source("bible-web-en", "en", "train", "sword-text-web", ["usr/share/sword/modules/texts/ztext/*"], "sword", {},
            None, "public domain (World English Bible)"),
     # ---- German, training

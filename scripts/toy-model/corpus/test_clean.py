@@ -185,6 +185,35 @@ class Extractors(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "not a gettext"):
             list(extract.gettext_catalog(b"x" * 40, "msgstr"))
 
+    def test_gcide_definitions_examples_and_quotes(self):
+        text = (
+            "Sneeze \\Sneeze\\, v. i. [imp. & p. p. {Sneezed}; p. pr. & vb. n.\n"
+            "   {Sneezing}.] [OE. snesen; cf. AS. fne['o]san.]\n"
+            "   To emit air, chiefly through the nose, audibly and\n"
+            "   violently. [Colloq.] --Boyle.\n"
+            "   [1913 Webster]\n\n"
+            "   {Not to be sneezed at}, not to be despised.\n"
+            "   [1913 Webster]\n\n"
+            "Coagulate \\Co*ag\"u*late\\, v. t.\n"
+            "   1. To cause (a liquid) to curdle; as, rennet coagulates\n"
+            "      milk; heat coagulates the white of an egg.\n"
+            "   2. See {Curdle}.\n\n"
+            "         This proffer is absurd and reasonless.   --Shak.\n\n"
+            "   Syn: To thicken; concrete; curdle.\n"
+            "        [1913 Webster]\n")
+        self.assertEqual(list(extract.gcide(text)), [
+            "To emit air, chiefly through the nose, audibly and violently.",
+            "To cause (a liquid) to curdle.", "Rennet coagulates milk.", "Heat coagulates the white of an egg.",
+            "This proffer is absurd and reasonless."])
+        toot = 'Toot \\Toot\\, v. i.\n   To blow a horn. "A tooting horn." --Howell.\n'
+        self.assertEqual(clean.sentences(next(extract.gcide(toot)), "en"), ["To blow a horn.", "A tooting horn."])
+        mope = 'Mope \\Mope\\, v. i.\n   To be dull; as, to mope around. "Moping melancholy." --Milton.\n'
+        self.assertEqual([s for p in extract.gcide(mope) for s in clean.sentences(p, "en")],
+                         ["To be dull.", "To mope around.", "Moping melancholy."])
+        # A word written with an accent code ("caf['e]") cannot be said: the sentence is dropped.
+        accented = "Cafe \\Ca*fe\"\\, n.\n   A caf['e] or coffee house.\n"
+        self.assertEqual(clean.sentences(next(extract.gcide(accented)), "en"), [])
+
     def test_ding_sides(self):
         line = "Ich bin müde.; Er ist da. {adj} :: I am tired.; He is here. | to go {vi}\n"
         self.assertEqual(list(extract.ding(line, 0)), ["Ich bin müde."])
