@@ -25,7 +25,7 @@ fail() { echo "FAILED: $*"; exit 1; }
 # file that is not audio.
 cd "$WORK"
 mkdir -p in/a in/b
-declare -A WANT=([in/a/1]=darkness [in/a/2]=difference [in/b/1]=weekend)
+declare -A WANT=([in/a/1]=darkness [in/a/2]=difference [in/b/1]=attempt)
 ln -s "$CLIPS/en-single-01.wav" in/a/1.wav
 ln -s "$CLIPS/en-single-05.wav" in/a/2.wav
 ln -s "$CLIPS/en-multi-07.wav" in/b/1.wav
