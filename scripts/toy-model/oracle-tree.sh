@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Between a training run's last call and the oracle call that a shipped checkpoint needs,
+# on the development machine, in the seconds the GPU machine stays warm (it goes back
+# after 30 s idle, and a fresh one costs minutes of device time or may not come at all):
+# takes the training slim off, puts the run's checkpoint into models/hark-toy-speech/ and
+# slims the tree to what the oracle reads. Then run, as the next device call:
+#   python3 scripts/oracle/toy_eval.py --out $OUT > $OUT/toy_eval.log 2>&1;
+#   GOLDEN_DIR=$OUT/g OUT=$OUT bash scripts/oracle/run_all.sh decoding
+# and afterwards `bash scripts/device/slim-tree.sh off`. Whether the checkpoint ships is
+# decided later, on hark's own evaluation (NEXT.md); the goldens are what shipping needs
+# from the GPU. Not shipping it: `git checkout models/hark-toy-speech/`.
+#   bash scripts/toy-model/oracle-tree.sh PARTS_DIR    # the last call's state.tar.part-*
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+parts=${1:?usage: oracle-tree.sh PARTS_DIR (the state.tar.part-* the last training call returned)}
+model=$(mktemp -d /tmp/hark-oracle-model.XXXXXX)
+/usr/bin/python3 scripts/toy-model/runstate.py unpack "$parts" "$model" >/dev/null
+bash scripts/toy-model/slim-for-training.sh off >/dev/null
+rm -f /tmp/SLIMMED
+for f in model.safetensors config.json generation_config.json training-state.json; do
+  cp "$model/$f" models/hark-toy-speech/
+done
+rm -rf "$model"
+bash scripts/device/slim-tree.sh oracle >/dev/null
+echo "models/hark-toy-speech now holds the checkpoint of $parts; tree slimmed for the oracle call:"
+git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | awk '{printf "  %.1f MiB tracked (limit 64)\n", $1 / 1048576}'
