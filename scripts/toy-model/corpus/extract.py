@@ -303,8 +303,9 @@ def gcide(text):
     definitions that do not begin as a sentence (lower-case glosses) are left out."""
     entries, current = [], None
     for line in text.splitlines():
-        if _GCIDE_HEAD.match(line):
-            current = [line[_GCIDE_HEAD.match(line).end():]]
+        head = _GCIDE_HEAD.match(line)
+        if head:
+            current = [line[head.end():]]
             entries.append(current)
         elif current is not None:
             current.append(line)
@@ -328,9 +329,12 @@ def gcide(text):
                 skip = False
                 continue
             stripped = line.strip()
-            if stripped.startswith(("Syn:", "Note:", "Usage:")) or (stripped.startswith("{") and not sense and not quote):
+            # Synonym lists, usage notes, and phrase sub-entries ("{Not to be sneezed at}, ...",
+            # after a blank line; a brace inside a sense is a cross-reference) define other words.
+            sub_entry = stripped.startswith("{") and not sense and not quote
+            if sub_entry or stripped.startswith(("Syn:", "Note:", "Usage:")):
                 yield from flush()
-                skip = True  # synonym lists; usage notes and phrase sub-entries define other words
+                skip = True
                 continue
             if skip:
                 continue
