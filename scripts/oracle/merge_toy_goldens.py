@@ -29,9 +29,9 @@ DECODING = os.path.join(ROOT, "tests", "data", "golden", "decoding")
 
 
 def _decoding_dir(out_dir, scratch):
-    for candidate in (os.path.join(out_dir, "g", "decoding"), os.path.join(out_dir, "decoding")):
-        if os.path.exists(os.path.join(candidate, "decoding.json")):
-            return candidate
+    direct = os.path.join(out_dir, "g", "decoding")
+    if os.path.exists(os.path.join(direct, "decoding.json")):
+        return direct
     tgz = os.path.join(out_dir, "goldens.tgz")
     if os.path.exists(tgz):
         with tarfile.open(tgz) as tar:
@@ -42,7 +42,7 @@ def _decoding_dir(out_dir, scratch):
             tar.extractall(scratch, members=members)
         if os.path.exists(os.path.join(scratch, "decoding", "decoding.json")):
             return os.path.join(scratch, "decoding")
-    raise FileNotFoundError(f"[merge] no decoding.json under {out_dir} (g/decoding/, decoding/ or goldens.tgz); "
+    raise FileNotFoundError(f"[merge] no decoding.json under {out_dir} (g/decoding/ or goldens.tgz); "
                             "run scripts/oracle/run_all.sh decoding on the GPU machine with the new checkpoint")
 
 

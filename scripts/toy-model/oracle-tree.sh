@@ -21,6 +21,5 @@ for f in model.safetensors config.json generation_config.json training-state.jso
   cp "$model/$f" models/hark-toy-speech/
 done
 rm -rf "$model"
-bash scripts/device/slim-tree.sh oracle >/dev/null
-echo "models/hark-toy-speech now holds the checkpoint of $parts; tree slimmed for the oracle call:"
-git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | awk '{printf "  %.1f MiB tracked (limit 64)\n", $1 / 1048576}'
+echo "models/hark-toy-speech now holds the checkpoint of $parts; bytes tracked for the oracle call (limit 64 MiB):"
+bash scripts/device/slim-tree.sh oracle

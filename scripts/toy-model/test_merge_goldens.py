@@ -5,7 +5,9 @@ in place): standard library only.
 """
 import json
 import os
+import shutil
 import sys
+import tarfile
 import tempfile
 import unittest
 
@@ -52,6 +54,15 @@ class MergeToyGoldens(unittest.TestCase):
             self.assertEqual(f.read(), "new")
         with open(os.path.join(self.toy_eval, "references.json"), encoding="utf-8") as f:
             self.assertEqual(json.load(f)[0]["hyp"], "new")
+
+    def test_goldens_tgz_when_the_files_did_not_come_back_loose(self):
+        """run_all.sh without GOLDEN_DIR under $OUT leaves only goldens.tgz (./decoding/...)."""
+        with tarfile.open(os.path.join(self.out, "goldens.tgz"), "w:gz") as tar:
+            tar.add(os.path.join(self.out, "g"), arcname=".")
+        shutil.rmtree(os.path.join(self.out, "g"))
+        self.assertEqual(self.merge(), ["toy_greedy", "toy_words"])
+        with open(os.path.join(self.decoding, "toy_alignment_matrix.npy")) as f:
+            self.assertEqual(f.read(), "new")
 
     def test_bad_outputs_are_clear_errors_and_change_nothing(self):
         _write(os.path.join(self.out, "g", "decoding", "decoding.json"), {"toy": {"error": "OOM"}})
