@@ -141,7 +141,7 @@ BENCHMARK(BM_KvReadPattern)
 
 // The copy that puts one window's fp32 cross K/V into head panels (CpuBackend::
 // arrange_cross_kv), once per encoded window: {decoder layers, width, threads}. Reports
-// the bytes copied per second (read once, written once).
+// the window's K/V bytes per second (each byte is read once and written once).
 void BM_ArrangeCrossKv(benchmark::State& state) {
   const int64_t layers = state.range(0), d = state.range(1), tk = 1500;
   auto backend = hark::make_cpu_backend({static_cast<int>(state.range(2))});
