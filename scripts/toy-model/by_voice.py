@@ -12,6 +12,7 @@ import argparse
 import collections
 import json
 import os
+import random
 import sys
 
 import wer as W
@@ -54,6 +55,29 @@ def tally(records, lang):
     return out, counted
 
 
+def window_interval(records, lang, draws=2000, seed=1, share=0.95):
+    """The language's short-window WER and its window-bootstrap interval: the windows drawn
+    again with replacement `draws` times, the central `share` of the WERs. Errors cluster by
+    window (one voice, one sentence gone wrong), so resampling words would understate how
+    far another draw of 120 windows could land. Returns (wer, low, high) in percent."""
+    windows = []
+    for record in records.values():
+        if record.get("lang") == lang and record.get("kind") in SHORT_KINDS:
+            pairs = utterance_errors([u["text"] for u in record["utterances"]], record["hark"])
+            windows.append((sum(e for e, _ in pairs), sum(n for _, n in pairs)))
+    if not windows:
+        return None
+    rng = random.Random(seed)
+    rates = []
+    for _ in range(draws):
+        sample = rng.choices(windows, k=len(windows))
+        rates.append(100 * sum(e for e, _ in sample) / max(1, sum(n for _, n in sample)))
+    rates.sort()
+    cut = int(draws * (1 - share) / 2)
+    total = 100 * sum(e for e, _ in windows) / max(1, sum(n for _, n in windows))
+    return total, rates[cut], rates[draws - 1 - cut]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="the hark_eval.py --out folder (hypotheses.json)")
@@ -72,11 +96,14 @@ def main(argv=None):
         words = sum(n for _, n in table["accent"].values())
         print(f"# {lang} short windows of {args.out}: {counted} windows, {errors}/{words} = "
               f"{100 * errors / max(1, words):.1f} %; errors counted to the utterance of the reference word before them")
+        _, low, high = window_interval(records, lang)
+        print(f"# 95 % interval over windows drawn again (bootstrap, 2 000 draws): {low:.1f}-{high:.1f} %")
         for key in ("variant", "accent"):
             print(f"## per {key}")
             for name, (e, n) in sorted(table[key].items(), key=lambda kv: -kv[1][0] / max(1, kv[1][1])):
                 print(f"{name:28s} {e:5d}/{n:5d} = {100 * e / max(1, n):5.1f} %")
-        report[lang] = {"windows": counted, "errors": errors, "words": words} | {k: dict(v) for k, v in table.items()}
+        report[lang] = {"windows": counted, "errors": errors, "words": words, "interval_95": [low, high]} \
+            | {k: dict(v) for k, v in table.items()}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

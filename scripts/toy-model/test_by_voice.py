@@ -47,6 +47,26 @@ class UtteranceErrors(unittest.TestCase):
         self.assertEqual(table["pair"]["en-us+norbert"], [1, 2])
         self.assertEqual(by_voice.tally(records, "fr")[1], 0)
 
+    def test_window_interval_holds_the_rate_and_widens_with_uneven_windows(self):
+        import by_voice
+
+        def records(errors_per_window):
+            out = {}
+            for k, wrong in enumerate(errors_per_window):
+                ref = "one two three four five six seven eight nine ten"
+                hyp = " ".join(["x"] * wrong + ref.split()[wrong:])
+                out[f"en-single-{k:02d}"] = {"hark": hyp, "lang": "en", "kind": "single",
+                                             "utterances": [{"text": ref, "voice": "en"}]}
+            return out
+        even = by_voice.window_interval(records([1] * 40), "en")
+        self.assertEqual(even, (10.0, 10.0, 10.0))  # every window alike: no spread
+        uneven = by_voice.window_interval(records([4, 0, 0, 0] * 10), "en")
+        self.assertAlmostEqual(uneven[0], 10.0)
+        self.assertLess(uneven[1], 10.0)
+        self.assertGreater(uneven[2], 10.0)
+        self.assertEqual(by_voice.window_interval(records([4, 0, 0, 0] * 10), "en"), uneven)  # seeded
+        self.assertIsNone(by_voice.window_interval(records([1]), "de"))
+
 
 if __name__ == "__main__":
     unittest.main()
