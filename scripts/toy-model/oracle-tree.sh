@@ -10,11 +10,17 @@
 # decided later, on hark's own evaluation (NEXT.md); the goldens are what shipping needs
 # from the GPU. Not shipping it: `git checkout models/hark-toy-speech/`.
 #   bash scripts/toy-model/oracle-tree.sh PARTS_DIR    # the last call's state.tar.part-*
+#   bash scripts/toy-model/oracle-tree.sh MODEL_DIR    # or a checkpoint folder (model.safetensors,
+#                                                      # e.g. scripts/toy-model/candidate: average.py's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-parts=${1:?usage: oracle-tree.sh PARTS_DIR (the state.tar.part-* the last training call returned)}
+parts=${1:?usage: oracle-tree.sh PARTS_DIR|MODEL_DIR (the state.tar.part-* the last training call returned, or a checkpoint folder)}
 model=$(mktemp -d /tmp/hark-oracle-model.XXXXXX)
-/usr/bin/python3 scripts/toy-model/runstate.py unpack "$parts" "$model" >/dev/null
+if [[ -f $parts/model.safetensors ]]; then
+  cp "$parts"/model.safetensors "$parts"/config.json "$parts"/generation_config.json "$parts"/training-state.json "$model"/
+else
+  /usr/bin/python3 scripts/toy-model/runstate.py unpack "$parts" "$model" >/dev/null
+fi
 bash scripts/toy-model/slim-for-training.sh off >/dev/null
 rm -f /tmp/SLIMMED
 for f in model.safetensors config.json generation_config.json training-state.json; do
