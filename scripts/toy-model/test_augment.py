@@ -231,6 +231,14 @@ class VoiceShape(unittest.TestCase):
             with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
                 train.parse_args(["--out", "/tmp/x", "--vtlp-share", bad])
 
+    def test_template_share_option(self):
+        import train
+        self.assertEqual(train.parse_args(["--out", "/tmp/x"]).template_share, train.TEMPLATE_SHARE)
+        self.assertEqual(train.parse_args(["--out", "/tmp/x", "--template-share", "0.15"]).template_share, 0.15)
+        for bad in ("1.5", "-0.1"):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                train.parse_args(["--out", "/tmp/x", "--template-share", bad])
+
 
 if __name__ == "__main__":
     unittest.main()

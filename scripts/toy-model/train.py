@@ -29,7 +29,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 T0 = time.time()
 LANGS = ("en", "de", "fr", "es")
-TEMPLATE_SHARE = 0.05  # sentences from textgen.py's templates (numbers, dates, prices)
+TEMPLATE_SHARE = 0.05  # default share of sentences from textgen.py's templates (numbers, dates, prices)
 
 
 def log(*parts):
@@ -77,6 +77,9 @@ def parse_args(argv=None):
                          "itself; default synth.SHAPED_SHARE, 0.25; 0: the voices of run 17)")
     ap.add_argument("--lang-weights", default="",
                     help="relative share of windows per language, e.g. en=1.5 (others 1; default: equal)")
+    ap.add_argument("--template-share", type=float, default=TEMPLATE_SHARE,
+                    help="share of each language's sentences from textgen.py's templates: numbers, dates, "
+                         "prices, phone numbers, which the corpus rarely has (default 0.05)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default=None, help="cuda if available, else cpu")
     ap.add_argument("--dry-run", action="store_true", help="the data pipeline only, without torch (see above)")
@@ -87,7 +90,7 @@ def parse_args(argv=None):
         ap.error("--cooldown-after and --cooldown-lr need --cooldown")
     if args.cooldown_lr is not None and args.cooldown_lr <= 0:
         ap.error("--cooldown-lr must be positive")
-    for name in ("vtlp_share", "shaped_voice_share"):
+    for name in ("vtlp_share", "shaped_voice_share", "template_share"):
         value = getattr(args, name)
         if value is not None and not 0.0 <= value <= 1.0:
             ap.error(f"--{name.replace('_', '-')} must be in [0, 1]")
@@ -126,7 +129,7 @@ def plan_texts(args, state):
     import runstate
     import textgen
     texts, lines = {}, {}
-    n_templates = int(args.clips_per_lang * TEMPLATE_SHARE)
+    n_templates = int(args.clips_per_lang * args.template_share)
     for lang in LANGS:
         part = runstate.read_slice(args.corpus, lang, state["position"][lang], args.clips_per_lang - n_templates)
         extra = textgen.sentences(lang, args.seed + state["step"], n_templates) if n_templates else []
