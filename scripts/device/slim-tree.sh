@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 # models/: the bundled model (46 MB) and the bundle do not fit together beside the test
 # data; it has its own call (`toy` below, run-all.sh toy), and run-all.sh skips it here.
 paths=(models tests/data/vad tests/data/ggml tests/data/golden/loaders tests/data/golden/decoding tests/data/golden/mel
-  tests/data/golden/vad tests/data/golden/tokenizer tests/fuzz/corpus scripts/toy-model/results scripts/toy-model/candidate
+  tests/data/golden/vad tests/data/golden/tokenizer tests/fuzz/corpus scripts/toy-model/results
   tests/data/audio/silero-test.wav tests/data/audio/aepyx-8k.wav tests/data/audio/ls-test.f32.npy)
 exclude=.git/info/exclude
 [[ -f .git ]] && exclude=$(git rev-parse --git-path info/exclude)

@@ -11,7 +11,7 @@
 # from the GPU. Not shipping it: `git checkout models/hark-toy-speech/`.
 #   bash scripts/toy-model/oracle-tree.sh PARTS_DIR    # the last call's state.tar.part-*
 #   bash scripts/toy-model/oracle-tree.sh MODEL_DIR    # or a checkpoint folder (model.safetensors,
-#                                                      # e.g. scripts/toy-model/candidate: average.py's)
+#                                                      # e.g. average.py's output)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 parts=${1:?usage: oracle-tree.sh PARTS_DIR|MODEL_DIR (the state.tar.part-* the last training call returned, or a checkpoint folder)}

@@ -20,7 +20,7 @@ case "${1:-}" in
   on)
     mapfile -t drop < <(git ls-files | awk -F/ '
       $1 == "scripts" && $2 != "toy-model" { print $1 "/" $2; next }
-      $1 == "scripts" && ($3 == "results" || $3 == "candidate") { print $1 "/" $2 "/" $3; next }
+      $1 == "scripts" && $3 == "results" { print $1 "/" $2 "/" $3; next }
       $1 == "assets" { if ($2 != "multilingual.tiktoken" && $2 != "mel_filters.npz") print $0; next }
       $1 != "scripts" && $1 != "assets" { print $1 }' | sort -u)
     git rm -r -q --cached -- "${drop[@]}"
