@@ -227,7 +227,7 @@ class FromModel(unittest.TestCase):
             cut = os.path.join(d, "cut")
             runstate.cut_slices(full, runstate.positions_of(parts_dir, runstate.LANGS), 5, cut)
             args = argparse.Namespace(resume=back, corpus=cut, d_model=256, heads=4, enc_layers=6, dec_layers=4,
-                                      seed=42, clips_per_lang=8, eval_clips=4)
+                                      seed=42, clips_per_lang=8, eval_clips=4, template_share=train.TEMPLATE_SHARE)
             resumed = train.load_state(args)
             self.assertEqual((args.d_model, args.heads, args.enc_layers, args.dec_layers, args.seed), (8, 2, 2, 1, 1))
             self.assertEqual(resumed["corpus"], runstate.corpus_info(full, runstate.LANGS))
