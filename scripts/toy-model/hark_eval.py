@@ -37,6 +37,7 @@ import time
 
 import evalsets
 import synth
+import textgen
 import tokens as T
 import train
 import wer as W
@@ -45,6 +46,10 @@ LONGFORM_PLAN = {"en": (60, 120, 180, 90), "de": (60, 150), "fr": (60, 150), "es
 EDGE_S = 1.0  # a word this close to a window start (either side) is at a window edge
 PAUSE_S = 3.0  # an utterance after a pause this long is "after a long pause"
 CUT_MAX_S = 30.0
+# textgen.py's held-out stream for --numbers: training draws its template sentences with seed
+# 1 + the run's step (< 10**6), so this seed's sentences are not the ones a run read (the
+# templates are a closed grammar: a few may still coincide by chance).
+NUMBERS_SEED = 1_000_000
 
 
 def parse_args():
@@ -64,16 +69,23 @@ def parse_args():
                     help="also transcribe each long-form recording cut at its pauses into <= 30 s pieces")
     ap.add_argument("--out", default="/tmp/hark-toy-eval")
     ap.add_argument("--hark-args", default="", help="more `hark transcribe` options, e.g. \"--vad trim\"")
+    ap.add_argument("--numbers", type=int, default=0,
+                    help="also N windows a language of one textgen.py template sentence each (numbers, dates, "
+                         "prices, phone numbers, times: what the held-out prose rarely has); scored apart as "
+                         "'numbers'")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     return ap.parse_args()
 
 
-def held_out_clips(args, log):
-    texts = {}
-    for lang in train.LANGS:
-        with open(os.path.join(args.corpus, f"eval-{lang}.txt"), encoding="utf-8") as f:
-            texts[lang] = [line.strip() for line in f if line.strip()][: args.clips]
+def held_out_clips(args, log, texts=None):
+    """The held-out sentences (the corpus's eval-LL.txt, or `texts` by language) spoken by
+    the held-out voices."""
+    if texts is None:
+        texts = {}
+        for lang in train.LANGS:
+            with open(os.path.join(args.corpus, f"eval-{lang}.txt"), encoding="utf-8") as f:
+                texts[lang] = [line.strip() for line in f if line.strip()][: args.clips]
     jobs, meta = synth.plan_jobs(texts, args.seed, held_out=True, job_size=16, effect_shares={})
     t = time.time()
     pool = train.start_pool(args.workers, fresh_workers=True)
@@ -83,6 +95,18 @@ def held_out_clips(args, log):
         pool.terminate()
     log(f"{len(clips)} held-out clips synthesized in {time.time() - t:.0f} s")
     return evalsets.HeldOut(clips, meta, T.Tokenizer())
+
+
+def numbers_items(args, log, langs):
+    """--numbers: per language, args.numbers windows of one template sentence each, named
+    num-LL-K and of kind "numbers" (by_voice.py's short-window figures leave them out)."""
+    texts = {lang: textgen.sentences(lang, NUMBERS_SEED + args.seed, args.numbers) for lang in langs}
+    held = held_out_clips(args, log, texts)
+    items = evalsets.windows(held, seed=13 + args.seed, counts=(args.numbers, 0, 0))
+    for it in items:
+        it["name"] = "num-" + it["name"].replace("-single", "")
+        it["kind"] = "numbers"
+    return items, held
 
 
 def longform_items(held, repeat=1, plan=None):
@@ -270,13 +294,18 @@ def main():
         short = [it for it in short if it["lang"] is None or it["lang"] in keep]
         long = [it for it in long if it["lang"] in keep]
     cut = [p for it in long for p in cut_at_pauses(it)] if args.longform_cut else []
+    numbers, numbers_held = [], None
+    if args.numbers:
+        numbers, numbers_held = numbers_items(args, log, args.langs.split(",") if args.langs else train.LANGS)
     t = time.time()
     hyps = transcribe(args, short, os.path.join(args.out, "short"))
     long_segments = {}
     hyps.update(transcribe(args, long, os.path.join(args.out, "long"), long_segments))
     if cut:
         hyps.update(transcribe(args, cut, os.path.join(args.out, "cut")))
-    log(f"transcribed {len(short) + len(long) + len(cut)} items in {time.time() - t:.0f} s")
+    if numbers:
+        hyps.update(transcribe(args, numbers, os.path.join(args.out, "numbers")))
+    log(f"transcribed {len(short) + len(long) + len(cut) + len(numbers)} items in {time.time() - t:.0f} s")
     placed = {it["name"]: place_errors(it, hyps[it["name"]], sorted({s["seek"] / 100 for s in long_segments[it["name"]]}
                                                                     | {0.0}))
               for it in long}
@@ -293,11 +322,14 @@ def main():
     }
     if cut:
         report["long_form_cut"] = score(cut, hyps)
+    if numbers:
+        report["numbers"] = score(numbers, hyps)
     with open(os.path.join(args.out, "hark-eval.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "hypotheses.json"), "w", encoding="utf-8") as f:
-        json.dump({it["name"]: hypothesis_record(it, hyps[it["name"]], held) for it in short + long + cut}, f,
-                  indent=1, ensure_ascii=False)
+        records = {it["name"]: hypothesis_record(it, hyps[it["name"]], held) for it in short + long + cut}
+        records.update({it["name"]: hypothesis_record(it, hyps[it["name"]], numbers_held) for it in numbers})
+        json.dump(records, f, indent=1, ensure_ascii=False)
     for lang in sorted((set(report["short"]) | set(report["long_form"])) - {"seconds"}):
         s, lf = report["short"].get(lang, {"wer": 0, "errors": 0, "words": 0}), report["long_form"].get(lang, {})
         c = report.get("long_form_cut", {}).get(lang)
@@ -313,6 +345,8 @@ def main():
                 for k in tot:
                     tot[k] = [tot[k][0] + p[k][0], tot[k][1] + p[k][1]]
         log(f"{lang} long-form errors/words: " + ", ".join(f"{k} {e}/{n}" for k, (e, n) in tot.items()))
+    for lang, n in report.get("numbers", {}).items():
+        log(f"{lang}: numbers (template sentences) {n['wer'] * 100:.1f} % ({n['errors']}/{n['words']})")
     log(f"silence/noise: {report['silence_empty']['empty']} of {report['silence_empty']['windows']} empty")
     log(f"wrote {os.path.join(args.out, 'hark-eval.json')}")
 

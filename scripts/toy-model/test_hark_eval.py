@@ -136,6 +136,30 @@ class Align(unittest.TestCase):
 
 
 @NEEDS_NUMPY
+class NumbersWindows(unittest.TestCase):
+    def test_one_template_sentence_a_window_named_and_kept_apart(self):
+        seen = {}
+
+        def fake_clips(args, log, texts):
+            seen.update(texts)
+            return FakeHeldOut(langs=tuple(texts), n=len(next(iter(texts.values()))))
+
+        args = type("Args", (), {"numbers": 6, "seed": 2})()
+        real, H.held_out_clips = H.held_out_clips, fake_clips
+        try:
+            items, _ = H.numbers_items(args, print, ["en", "de"])
+        finally:
+            H.held_out_clips = real
+        import textgen
+        self.assertEqual(seen["en"], textgen.sentences("en", H.NUMBERS_SEED + 2, 6))
+        self.assertEqual(sorted(it["name"] for it in items if it["lang"] == "de"), [f"num-de-{i:02d}" for i in range(6)])
+        self.assertEqual({it["kind"] for it in items}, {"numbers"})
+        self.assertEqual({len(it["plan"]["placements"]) for it in items}, {1})
+        import by_voice
+        self.assertNotIn("numbers", by_voice.SHORT_KINDS)  # the short-window figures leave them out
+
+
+@NEEDS_NUMPY
 class HypothesisRecords(unittest.TestCase):
     def test_short_windows_list_their_utterances_and_voices(self):
         held = type("Held", (), {})()
