@@ -17,7 +17,7 @@ exclude=.git/info/exclude
 [[ -f .git ]] && exclude=$(git rev-parse --git-path info/exclude)
 case "${1:-}" in
   on)
-    git rm -r -q --cached --ignore-unmatch "${paths[@]}"
+    git rm -r -q --cached "${paths[@]}"
     { echo "# slim-tree.sh begin"; printf '/%s\n' "${paths[@]}"; echo "# slim-tree.sh end"; } >>"$exclude"
     ;;
   toy)  # run-all.sh toy: only what the bundled model's GPU tests read travel (the model is 46 MB)

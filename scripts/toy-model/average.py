@@ -19,7 +19,6 @@ training resumed from the mean (`runstate.py from-model`) reads on from that che
 data position. Standard library and numpy only.
 """
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -27,6 +26,8 @@ import struct
 import sys
 
 import numpy as np
+
+import runstate
 
 DTYPES = {"F16": np.float16, "F32": np.float32, "BF16": None, "F64": np.float64}
 
@@ -71,7 +72,7 @@ def average(paths, weights):
     for name in names:
         mean = sum(w * tensor(h, d, name).astype(np.float64) for w, (h, d) in zip(weights, loaded))
         begin, end = header[name]["data_offsets"]
-        out[begin:end] = mean.astype(tensor(header, data, name).dtype).tobytes()
+        out[begin:end] = mean.astype(DTYPES[header[name]["dtype"]]).tobytes()
     return header, bytes(out)
 
 
@@ -84,22 +85,13 @@ def write_safetensors(path, header, data):
         f.write(data)
 
 
-def sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def merged_sidecar(models, weights, out_sha256):
     """The furthest-trained model's training-state.json for the averaged weights, or None."""
     sides = []
     for model, weight in zip(models, weights):
-        path = os.path.join(model, "training-state.json")
+        path = os.path.join(model, runstate.SIDECAR)
         if os.path.exists(path):
-            with open(path) as f:
-                side = json.load(f)
+            side = runstate.load_json(path)
             sides.append((side.get("step", 0), model, weight, side))
     if not sides:
         return None
@@ -134,11 +126,9 @@ def main(argv):
         src = os.path.join(args.models[0], name)
         if os.path.exists(src):
             shutil.copy(src, os.path.join(args.out, name))
-    side = merged_sidecar(args.models, weights, sha256_file(os.path.join(args.out, "model.safetensors")))
+    side = merged_sidecar(args.models, weights, runstate.sha256_file(os.path.join(args.out, "model.safetensors")))
     if side is not None:
-        with open(os.path.join(args.out, "training-state.json"), "w") as f:
-            json.dump(side, f, indent=1, sort_keys=True)
-            f.write("\n")
+        runstate.save_json(os.path.join(args.out, runstate.SIDECAR), side)
     print(f"wrote {args.out}/model.safetensors: mean of {len(args.models)} checkpoints, weights {weights}")
     return 0
 

@@ -38,35 +38,32 @@ def utterance_errors(utterances, hypothesis):
 
 
 def tally(records, lang):
-    """({"variant"|"accent"|"pair": {name: [errors, words]}}, windows counted) over the
-    language's speech windows of hypotheses.json's records."""
+    """({"variant"|"accent"|"pair": {name: [errors, words]}}, [(errors, words) per window])
+    over the language's speech windows of hypotheses.json's records."""
     out = {key: collections.defaultdict(lambda: [0, 0]) for key in ("variant", "accent", "pair")}
-    counted = 0
+    windows = []
     for record in records.values():
         if record.get("lang") != lang or record.get("kind") not in SHORT_KINDS:
             continue
-        counted += 1
         utts = record["utterances"]
-        for u, (e, n) in zip(utts, utterance_errors([u["text"] for u in utts], record["hark"])):
+        pairs = utterance_errors([u["text"] for u in utts], record["hark"])
+        windows.append((sum(e for e, _ in pairs), sum(n for _, n in pairs)))
+        for u, (e, n) in zip(utts, pairs):
             accent, _, variant = (u["voice"] or "?").partition("+")
             for key, name in (("variant", variant or "(plain)"), ("accent", accent), ("pair", u["voice"])):
                 out[key][name][0] += e
                 out[key][name][1] += n
-    return out, counted
+    return out, windows
 
 
-def window_interval(records, lang, draws=2000, seed=1, share=0.95):
-    """The language's short-window WER and its window-bootstrap interval: the windows drawn
-    again with replacement `draws` times, the central `share` of the WERs. Errors cluster by
-    window (one voice, one sentence gone wrong), so resampling words would understate how
-    far another draw of 120 windows could land. Returns (wer, low, high) in percent."""
-    windows = []
-    for record in records.values():
-        if record.get("lang") == lang and record.get("kind") in SHORT_KINDS:
-            pairs = utterance_errors([u["text"] for u in record["utterances"]], record["hark"])
-            windows.append((sum(e for e, _ in pairs), sum(n for _, n in pairs)))
-    if not windows:
-        return None
+DRAWS, SHARE = 2000, 0.95  # the window bootstrap's draws and the central share it reports
+
+
+def window_interval(windows, draws=DRAWS, seed=1, share=SHARE):
+    """The central `share` of the WERs (percent) of `draws` samples of the windows drawn
+    again with replacement ([(errors, words) per window], tally's second result). Errors
+    cluster by window (one voice, one sentence gone wrong), so resampling words would
+    understate how far another draw of as many windows could land. (low, high)."""
     rng = random.Random(seed)
     rates = []
     for _ in range(draws):
@@ -74,8 +71,7 @@ def window_interval(records, lang, draws=2000, seed=1, share=0.95):
         rates.append(100 * sum(e for e, _ in sample) / max(1, sum(n for _, n in sample)))
     rates.sort()
     cut = int(draws * (1 - share) / 2)
-    total = 100 * sum(e for e, _ in windows) / max(1, sum(n for _, n in windows))
-    return total, rates[cut], rates[draws - 1 - cut]
+    return rates[cut], rates[draws - 1 - cut]
 
 
 def main(argv=None):
@@ -88,7 +84,8 @@ def main(argv=None):
         records = json.load(f)
     report = {}
     for lang in args.lang.split(","):
-        table, counted = tally(records, lang)
+        table, windows = tally(records, lang)
+        counted = len(windows)
         if not counted:
             sys.exit(f"[by_voice] no {lang} short window with its utterances in {args.out}/hypotheses.json "
                      "(written by hark_eval.py since 2026-12-06)")
@@ -96,8 +93,8 @@ def main(argv=None):
         words = sum(n for _, n in table["accent"].values())
         print(f"# {lang} short windows of {args.out}: {counted} windows, {errors}/{words} = "
               f"{100 * errors / max(1, words):.1f} %; errors counted to the utterance of the reference word before them")
-        _, low, high = window_interval(records, lang)
-        print(f"# 95 % interval over windows drawn again (bootstrap, 2 000 draws): {low:.1f}-{high:.1f} %")
+        low, high = window_interval(windows)
+        print(f"# {SHARE * 100:.0f} % interval over windows drawn again (bootstrap, {DRAWS} draws): {low:.1f}-{high:.1f} %")
         for key in ("variant", "accent"):
             print(f"## per {key}")
             for name, (e, n) in sorted(table[key].items(), key=lambda kv: -kv[1][0] / max(1, kv[1][1])):

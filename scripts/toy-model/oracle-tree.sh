@@ -14,18 +14,18 @@
 #                                                      # e.g. average.py's output)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-parts=${1:?usage: oracle-tree.sh PARTS_DIR|MODEL_DIR (the state.tar.part-* the last training call returned, or a checkpoint folder)}
-model=$(mktemp -d /tmp/hark-oracle-model.XXXXXX)
-if [[ -f $parts/model.safetensors ]]; then
-  cp "$parts"/model.safetensors "$parts"/config.json "$parts"/generation_config.json "$parts"/training-state.json "$model"/
-else
-  /usr/bin/python3 scripts/toy-model/runstate.py unpack "$parts" "$model" >/dev/null
+src=${1:?usage: oracle-tree.sh PARTS_DIR|MODEL_DIR (the state.tar.part-* the last training call returned, or a checkpoint folder)}
+unpacked=""
+if [[ ! -f $src/model.safetensors ]]; then  # a state's parts: unpack them first
+  unpacked=$(mktemp -d /tmp/hark-oracle-model.XXXXXX)
+  /usr/bin/python3 scripts/toy-model/runstate.py unpack "$src" "$unpacked" >/dev/null
 fi
+model=${unpacked:-$src}
 bash scripts/toy-model/slim-for-training.sh off >/dev/null
 rm -f /tmp/SLIMMED
 for f in model.safetensors config.json generation_config.json training-state.json; do
   cp "$model/$f" models/hark-toy-speech/
 done
-rm -rf "$model"
-echo "models/hark-toy-speech now holds the checkpoint of $parts; bytes tracked for the oracle call (limit 64 MiB):"
+[[ -z $unpacked ]] || rm -rf "$unpacked"
+echo "models/hark-toy-speech now holds the checkpoint of $src; bytes tracked for the oracle call (limit 64 MiB):"
 bash scripts/device/slim-tree.sh oracle

@@ -67,7 +67,7 @@ class Average(unittest.TestCase):
             side = json.load(f)
         self.assertEqual(side["step"], 250)
         self.assertEqual(side["position"], {"en": 250})
-        self.assertEqual(side["model_sha256"], average.sha256_file(f"{self.dir}/out/model.safetensors"))
+        self.assertEqual(side["model_sha256"], average.runstate.sha256_file(f"{self.dir}/out/model.safetensors"))
         self.assertEqual([(s["model_sha256"], s["step"], s["weight"]) for s in side["averaged_from"]],
                          [("a", 100, 0.5), ("b", 250, 0.5)])
 

@@ -40,33 +40,21 @@ class UtteranceErrors(unittest.TestCase):
                           "utterances": [{"text": "Hello.", "voice": "en-us+norbert"}]},
             "en-long-0-cut-00": {"reference": "x", "hark": "y"},
         }
-        table, counted = by_voice.tally(records, "en")
-        self.assertEqual(counted, 2)
+        table, windows = by_voice.tally(records, "en")
+        self.assertEqual(sorted(windows), [(1, 2), (1, 6)])  # (errors, words) of each of the two windows
         self.assertEqual(dict(table["variant"]), {"norbert": [2, 5], "(plain)": [0, 3]})
         self.assertEqual(dict(table["accent"]), {"en-029": [1, 3], "en": [0, 3], "en-us": [1, 2]})
         self.assertEqual(table["pair"]["en-us+norbert"], [1, 2])
-        self.assertEqual(by_voice.tally(records, "fr")[1], 0)
+        self.assertEqual(by_voice.tally(records, "fr")[1], [])
 
     def test_window_interval_holds_the_rate_and_widens_with_uneven_windows(self):
         import by_voice
-
-        def records(errors_per_window):
-            out = {}
-            for k, wrong in enumerate(errors_per_window):
-                ref = "one two three four five six seven eight nine ten"
-                hyp = " ".join(["x"] * wrong + ref.split()[wrong:])
-                out[f"en-single-{k:02d}"] = {"hark": hyp, "lang": "en", "kind": "single",
-                                             "utterances": [{"text": ref, "voice": "en"}]}
-            return out
-        even = by_voice.window_interval(records([1] * 40), "en")
-        self.assertEqual(even, (10.0, 10.0, 10.0))  # every window alike: no spread
-        uneven = by_voice.window_interval(records([4, 0, 0, 0] * 10), "en")
-        self.assertAlmostEqual(uneven[0], 10.0)
-        self.assertLess(uneven[1], 10.0)
-        self.assertGreater(uneven[2], 10.0)
-        self.assertEqual(by_voice.window_interval(records([4, 0, 0, 0] * 10), "en"), uneven)  # seeded
-        self.assertIsNone(by_voice.window_interval(records([1]), "de"))
-
+        even = by_voice.window_interval([(1, 10)] * 40)
+        self.assertEqual(even, (10.0, 10.0))  # every window alike: no spread
+        uneven = by_voice.window_interval([(4, 10), (0, 10), (0, 10), (0, 10)] * 10)
+        self.assertLess(uneven[0], 10.0)
+        self.assertGreater(uneven[1], 10.0)
+        self.assertEqual(by_voice.window_interval([(4, 10), (0, 10), (0, 10), (0, 10)] * 10), uneven)  # seeded
 
 if __name__ == "__main__":
     unittest.main()
