@@ -14,7 +14,7 @@
 set -euo pipefail
 hark=$1 set_dir=$2 results=${3:-} beam=${4:-0}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-model="$root/models/hark-toy-speech"
+model="${MODEL:-$root/models/hark-toy-speech}"  # MODEL=DIR: another checkpoint folder
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

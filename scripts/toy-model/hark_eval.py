@@ -24,12 +24,21 @@ Synthesis is deterministic: every job of 16 clips runs in a fresh worker process
 sound slightly different after other utterances: before 2026-12-01 the audio, and the
 figures by ~1 point, depended on which worker took which job).
 
+--word-timing N transcribes the first N speech windows of each language again with
+`--word-timestamps` and compares the word times hark gives (cross-attention DTW over the
+checkpoint's alignment heads) with espeak-ng's word boundaries, as evaluate_full.py's
+word_timing_error does with transformers: the words of hypothesis and reference matched in
+order (difflib), mean |start| and |end| error and the share of starts within 0.2 s, over the
+matched words whose reference times are exact.
+
 The training run's figures (results/open-run*-results.json) come from transformers'
 generate() on the GPU; these are hark's, on the CPU, and the long-form ones are the
 issue's "long-form English WER within 2 points of the short-clip figure".
 """
 import argparse
+import difflib
 import json
+import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -46,6 +55,7 @@ LONGFORM_PLAN = {"en": (60, 120, 180, 90), "de": (60, 150), "fr": (60, 150), "es
 EDGE_S = 1.0  # a word this close to a window start (either side) is at a window edge
 PAUSE_S = 3.0  # an utterance after a pause this long is "after a long pause"
 CUT_MAX_S = 30.0
+SYNTH_TIMEOUT_S = 600  # plus 2 s a job of 16 clips: ~10x what 2 cores need
 # textgen.py's held-out stream for --numbers: training draws its template sentences with seed
 # 1 + the run's step (< 10**6), so this seed's sentences are not the ones a run read (the
 # templates are a closed grammar: a few may still coincide by chance).
@@ -73,6 +83,9 @@ def parse_args():
                     help="also N windows a language of one textgen.py template sentence each (numbers, dates, "
                          "prices, phone numbers, times: what the held-out prose rarely has); scored apart as "
                          "'numbers'")
+    ap.add_argument("--word-timing", type=int, default=0, metavar="N",
+                    help="also word-timestamp errors against espeak-ng's word boundaries on the first N speech "
+                         "windows of each language")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     return ap.parse_args()
@@ -90,9 +103,15 @@ def held_out_clips(args, log, texts=None):
     t = time.time()
     pool = train.start_pool(args.workers, fresh_workers=True)
     try:
-        clips = [c for part in pool.map(synth.synth_job, jobs, chunksize=1) for c in part]
+        # A bounded wait: once (2026-12-07) a pool of fresh workers stalled at its start with
+        # every process idle, and map() would have waited for ever.
+        parts = pool.map_async(synth.synth_job, jobs, chunksize=1).get(timeout=SYNTH_TIMEOUT_S + 2 * len(jobs))
+    except mp.TimeoutError:
+        sys.exit(f"hark_eval: synthesizing {len(jobs)} jobs took over {SYNTH_TIMEOUT_S + 2 * len(jobs)} s "
+                 "(a stalled worker pool?); run it again")
     finally:
         pool.terminate()
+    clips = [c for part in parts for c in part]
     log(f"{len(clips)} held-out clips synthesized in {time.time() - t:.0f} s")
     return evalsets.HeldOut(clips, meta, T.Tokenizer())
 
@@ -253,6 +272,61 @@ def transcribe(args, items, folder, segments=None):
     return out
 
 
+def matched_word_errors(reference, hypothesis):
+    """[(start error, end error)] in seconds for the words of `hypothesis` (hark's
+    verbose_json words: {word, start, end}) that match `reference` words ({word, start, end,
+    exact}) in order; words that normalise to nothing (punctuation alone) take no part, and
+    reference words with interpolated times ("exact": False) are no reference."""
+    def norm(w):
+        return " ".join(W.normalize(w))
+    ref = [r for r in reference if norm(r["word"])]
+    hyp = [h for h in hypothesis if norm(h["word"])]
+    matcher = difflib.SequenceMatcher(a=[norm(r["word"]) for r in ref], b=[norm(h["word"]) for h in hyp],
+                                      autojunk=False)
+    out = []
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            r, h = ref[block.a + k], hyp[block.b + k]
+            if r.get("exact", True):
+                out.append((abs(h["start"] - r["start"]), abs(h["end"] - r["end"])))
+    return out
+
+
+def word_timing(args, short, folder):
+    """--word-timing: hark's word times on the first args.word_timing speech windows of each
+    language against espeak-ng's, pooled over the languages and per language."""
+    chosen, taken = [], {}
+    for it in short:
+        if it["kind"] in ("single", "multi") and it.get("words") and taken.get(it["lang"], 0) < args.word_timing:
+            chosen.append(it)
+            taken[it["lang"]] = taken.get(it["lang"], 0) + 1
+    evalsets.write_wavs(chosen, folder)
+    pairs = {}
+    for lang in sorted(taken):
+        group = [it for it in chosen if it["lang"] == lang]
+        out = os.path.join(folder, f"json-{lang}")
+        subprocess.run([args.hark, "transcribe", *[os.path.join(folder, it["name"] + ".wav") for it in group],
+                        "--model", args.model, "--language", lang, "--word-timestamps", "--format", "verbose_json",
+                        "--output-dir", out, *args.hark_args.split()], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        for it in group:
+            with open(os.path.join(out, it["name"] + ".json"), encoding="utf-8") as f:
+                words = json.load(f).get("words", [])
+            pairs.setdefault(lang, []).extend(matched_word_errors(it["words"], words))
+
+    def summary(p, windows):
+        if not p:
+            return {"matched_words": 0, "windows": windows}
+        starts, ends = [a for a, _ in p], [b for _, b in p]
+        return {"matched_words": len(p), "windows": windows,
+                "mean_start_error_s": round(sum(starts) / len(starts), 4),
+                "mean_end_error_s": round(sum(ends) / len(ends), 4),
+                "share_start_within_0.2s": round(sum(1 for a in starts if a <= 0.2) / len(starts), 4)}
+    result = summary([x for p in pairs.values() for x in p], len(chosen))
+    result["by_lang"] = {lang: summary(pairs.get(lang, []), taken[lang]) for lang in sorted(taken)}
+    return result
+
+
 def score(items, hyps):
     by_lang = {}
     for it in items:
@@ -324,6 +398,8 @@ def main():
         report["long_form_cut"] = score(cut, hyps)
     if numbers:
         report["numbers"] = score(numbers, hyps)
+    if args.word_timing:
+        report["word_timing"] = word_timing(args, short, os.path.join(args.out, "words"))
     with open(os.path.join(args.out, "hark-eval.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "hypotheses.json"), "w", encoding="utf-8") as f:
@@ -347,6 +423,11 @@ def main():
         log(f"{lang} long-form errors/words: " + ", ".join(f"{k} {e}/{n}" for k, (e, n) in tot.items()))
     for lang, n in report.get("numbers", {}).items():
         log(f"{lang}: numbers (template sentences) {n['wer'] * 100:.1f} % ({n['errors']}/{n['words']})")
+    if "word_timing" in report:
+        wt = report["word_timing"]
+        log(f"word timing: {wt.get('matched_words')} words matched in {wt['windows']} windows, mean start error "
+            f"{wt.get('mean_start_error_s')} s, end {wt.get('mean_end_error_s')} s, starts within 0.2 s "
+            f"{wt.get('share_start_within_0.2s')}")
     log(f"silence/noise: {report['silence_empty']['empty']} of {report['silence_empty']['windows']} empty")
     log(f"wrote {os.path.join(args.out, 'hark-eval.json')}")
 

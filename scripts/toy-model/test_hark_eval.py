@@ -160,6 +160,30 @@ class NumbersWindows(unittest.TestCase):
 
 
 @NEEDS_NUMPY
+class WordTiming(unittest.TestCase):
+    def test_matched_words_give_their_errors_and_the_rest_none(self):
+        ref = [{"word": "We", "start": 0.10, "end": 0.30, "exact": True},
+               {"word": "were", "start": 0.30, "end": 0.50, "exact": True},
+               {"word": "surrounded,", "start": 0.50, "end": 1.10, "exact": False},
+               {"word": "by", "start": 1.10, "end": 1.30, "exact": True},
+               {"word": "darkness.", "start": 1.30, "end": 2.00, "exact": True}]
+        hyp = [{"word": " We", "start": 0.0, "end": 0.35},
+               {"word": " where", "start": 0.35, "end": 0.5},    # misheard: no pair
+               {"word": " surrounded", "start": 0.5, "end": 1.0},  # interpolated reference: no pair
+               {"word": " by", "start": 1.2, "end": 1.3},
+               {"word": ".", "start": 1.3, "end": 1.3},           # punctuation alone: no word
+               {"word": " darkness", "start": 1.3, "end": 2.4}]
+        errs = H.matched_word_errors(ref, hyp)
+        self.assertEqual(len(errs), 3)
+        for (s, e), (ws, we) in zip(errs, [(0.1, 0.05), (0.1, 0.0), (0.0, 0.4)]):
+            self.assertAlmostEqual(s, ws)
+            self.assertAlmostEqual(e, we)
+
+    def test_nothing_heard_is_no_pair(self):
+        self.assertEqual(H.matched_word_errors([{"word": "yes", "start": 0, "end": 1}], []), [])
+
+
+@NEEDS_NUMPY
 class HypothesisRecords(unittest.TestCase):
     def test_short_windows_list_their_utterances_and_voices(self):
         held = type("Held", (), {})()
