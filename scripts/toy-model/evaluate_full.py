@@ -13,7 +13,6 @@
                   measured alignment heads (Whisper's word-timestamp method), words
                   paired with the reference by a word alignment; only exact matches count
 """
-import difflib
 import json
 import os
 import time
@@ -203,16 +202,10 @@ def word_timing_error(export_dir, items, device, tok, log, deadline, limit=60):
         if not text_ids:
             continue
         hyp = word_times(model, feat, len(it["pcm"]), text_ids, it["lang"], heads, tok)
-        norm = lambda w: " ".join(W.normalize(w))  # noqa: E731
-        ref = [r for r in it["words"] if norm(r["word"])]  # punctuation standing alone is no word
-        matcher = difflib.SequenceMatcher(a=[norm(r["word"]) for r in ref], b=[norm(h[0]) for h in hyp],
-                                          autojunk=False)
-        for block in matcher.get_matching_blocks():
-            for k in range(block.size):
-                r, h = ref[block.a + k], hyp[block.b + k]
-                if r.get("exact", True):  # interpolated boundaries are no reference
-                    starts.append(abs(h[1] - r["start"]))
-                    ends.append(abs(h[2] - r["end"]))
+        for start_error, end_error in W.word_time_errors(it["words"], [{"word": w, "start": a, "end": b}
+                                                                        for w, a, b in hyp]):
+            starts.append(start_error)
+            ends.append(end_error)
     if not starts:
         return None
     result = {"matched_words": len(starts), "windows": len(speech), "heads": heads,

@@ -27,16 +27,14 @@ figures by ~1 point, depended on which worker took which job).
 --word-timing N transcribes the first N speech windows of each language again with
 `--word-timestamps` and compares the word times hark gives (cross-attention DTW over the
 checkpoint's alignment heads) with espeak-ng's word boundaries, as evaluate_full.py's
-word_timing_error does with transformers: the words of hypothesis and reference matched in
-order (difflib), mean |start| and |end| error and the share of starts within 0.2 s, over the
-matched words whose reference times are exact.
+word_timing_error does with transformers (both through wer.word_time_errors): mean |start|
+and |end| error and the share of starts within 0.2 s over the words matched in order.
 
 The training run's figures (results/open-run*-results.json) come from transformers'
 generate() on the GPU; these are hark's, on the CPU, and the long-form ones are the
 issue's "long-form English WER within 2 points of the short-clip figure".
 """
 import argparse
-import difflib
 import json
 import multiprocessing as mp
 import os
@@ -272,26 +270,6 @@ def transcribe(args, items, folder, segments=None):
     return out
 
 
-def matched_word_errors(reference, hypothesis):
-    """[(start error, end error)] in seconds for the words of `hypothesis` (hark's
-    verbose_json words: {word, start, end}) that match `reference` words ({word, start, end,
-    exact}) in order; words that normalise to nothing (punctuation alone) take no part, and
-    reference words with interpolated times ("exact": False) are no reference."""
-    def norm(w):
-        return " ".join(W.normalize(w))
-    ref = [r for r in reference if norm(r["word"])]
-    hyp = [h for h in hypothesis if norm(h["word"])]
-    matcher = difflib.SequenceMatcher(a=[norm(r["word"]) for r in ref], b=[norm(h["word"]) for h in hyp],
-                                      autojunk=False)
-    out = []
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            r, h = ref[block.a + k], hyp[block.b + k]
-            if r.get("exact", True):
-                out.append((abs(h["start"] - r["start"]), abs(h["end"] - r["end"])))
-    return out
-
-
 def word_timing(args, short, folder):
     """--word-timing: hark's word times on the first args.word_timing speech windows of each
     language against espeak-ng's, pooled over the languages and per language."""
@@ -312,7 +290,7 @@ def word_timing(args, short, folder):
         for it in group:
             with open(os.path.join(out, it["name"] + ".json"), encoding="utf-8") as f:
                 words = json.load(f).get("words", [])
-            pairs.setdefault(lang, []).extend(matched_word_errors(it["words"], words))
+            pairs.setdefault(lang, []).extend(W.word_time_errors(it["words"], words))
 
     def summary(p, windows):
         if not p:

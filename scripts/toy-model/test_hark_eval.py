@@ -20,7 +20,7 @@ if HAVE_NUMPY:
     import hark_eval as H  # noqa: E402
     import layout  # noqa: E402
     import train  # noqa: E402
-    import wer as W  # noqa: E402
+import wer as W  # noqa: E402  (no numpy needed)
 NEEDS_NUMPY = unittest.skipUnless(HAVE_NUMPY, "numpy missing (use Debian's /usr/bin/python3)")
 
 
@@ -159,8 +159,9 @@ class NumbersWindows(unittest.TestCase):
         self.assertNotIn("numbers", by_voice.SHORT_KINDS)  # the short-window figures leave them out
 
 
-@NEEDS_NUMPY
 class WordTiming(unittest.TestCase):
+    """wer.word_time_errors, which hark_eval.py's --word-timing and evaluate_full.py share."""
+
     def test_matched_words_give_their_errors_and_the_rest_none(self):
         ref = [{"word": "We", "start": 0.10, "end": 0.30, "exact": True},
                {"word": "were", "start": 0.30, "end": 0.50, "exact": True},
@@ -173,14 +174,14 @@ class WordTiming(unittest.TestCase):
                {"word": " by", "start": 1.2, "end": 1.3},
                {"word": ".", "start": 1.3, "end": 1.3},           # punctuation alone: no word
                {"word": " darkness", "start": 1.3, "end": 2.4}]
-        errs = H.matched_word_errors(ref, hyp)
+        errs = W.word_time_errors(ref, hyp)
         self.assertEqual(len(errs), 3)
         for (s, e), (ws, we) in zip(errs, [(0.1, 0.05), (0.1, 0.0), (0.0, 0.4)]):
             self.assertAlmostEqual(s, ws)
             self.assertAlmostEqual(e, we)
 
     def test_nothing_heard_is_no_pair(self):
-        self.assertEqual(H.matched_word_errors([{"word": "yes", "start": 0, "end": 1}], []), [])
+        self.assertEqual(W.word_time_errors([{"word": "yes", "start": 0, "end": 1}], []), [])
 
 
 @NEEDS_NUMPY

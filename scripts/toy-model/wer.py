@@ -6,6 +6,7 @@ deletions + insertions) / reference words, from a word-level Levenshtein alignme
 
   python3 scripts/toy-model/wer.py REFERENCE.txt HYPOTHESIS.txt   (one utterance a line)
 """
+import difflib
 import re
 import sys
 import unicodedata
@@ -54,6 +55,28 @@ def align(ref, hyp):
             ops.append(("ins", None, j - 1))
             j -= 1
     return ops[::-1]
+
+
+def word_time_errors(reference, hypothesis):
+    """[(|start error|, |end error|)] in seconds for the words of `hypothesis` ({word, start,
+    end}) that match `reference` words ({word, start, end, exact}) in order (difflib's
+    matching blocks over the normalised words). Words that normalise to nothing
+    (punctuation standing alone) take no part, and reference words whose times were
+    interpolated ("exact": False) are no reference. evaluate_full.py (transformers) and
+    hark_eval.py (hark) both score word timestamps with it."""
+    def norm(w):
+        return " ".join(normalize(w))
+    ref = [r for r in reference if norm(r["word"])]
+    hyp = [h for h in hypothesis if norm(h["word"])]
+    matcher = difflib.SequenceMatcher(a=[norm(r["word"]) for r in ref], b=[norm(h["word"]) for h in hyp],
+                                      autojunk=False)
+    out = []
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            r, h = ref[block.a + k], hyp[block.b + k]
+            if r.get("exact", True):
+                out.append((abs(h["start"] - r["start"]), abs(h["end"] - r["end"])))
+    return out
 
 
 def corpus_wer(refs, hyps):
