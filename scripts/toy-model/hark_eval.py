@@ -30,6 +30,10 @@ checkpoint's alignment heads) with espeak-ng's word boundaries, as evaluate_full
 word_timing_error does with transformers (both through wer.word_time_errors): mean |start|
 and |end| error and the share of starts within 0.2 s over the words matched in order.
 
+--language-id N transcribes the first N speech windows of each language with no language
+given, and counts how often hark's detection (the first window's language token) names
+the language spoken.
+
 The training run's figures (results/open-run*-results.json) come from transformers'
 generate() on the GPU; these are hark's, on the CPU, and the long-form ones are the
 issue's "long-form English WER within 2 points of the short-clip figure".
@@ -84,6 +88,9 @@ def parse_args():
     ap.add_argument("--word-timing", type=int, default=0, metavar="N",
                     help="also word-timestamp errors against espeak-ng's word boundaries on the first N speech "
                          "windows of each language")
+    ap.add_argument("--language-id", type=int, default=0, metavar="N",
+                    help="also language identification on the first N speech windows of each language "
+                         "(no --language given)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     return ap.parse_args()
@@ -270,14 +277,46 @@ def transcribe(args, items, folder, segments=None):
     return out
 
 
+def first_speech_windows(short, n):
+    """The first n short speech windows of each language, in order, and the count taken per
+    language."""
+    chosen, taken = [], {}
+    for it in short:
+        if it["kind"] in ("single", "multi") and taken.get(it["lang"], 0) < n:
+            chosen.append(it)
+            taken[it["lang"]] = taken.get(it["lang"], 0) + 1
+    return chosen, taken
+
+
+def language_id(args, short, folder):
+    """--language-id: hark's detected language (verbose_json's `language`) against the
+    language spoken, on the first args.language_id speech windows of each language, all in one
+    `hark transcribe` call without --language."""
+    chosen, taken = first_speech_windows(short, args.language_id)
+    evalsets.write_wavs(chosen, folder)
+    out = os.path.join(folder, "json")
+    subprocess.run([args.hark, "transcribe", *[os.path.join(folder, it["name"] + ".wav") for it in chosen],
+                    "--model", args.model, "--format", "verbose_json", "--output-dir", out, *args.hark_args.split()],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    result = {"windows": len(chosen), "correct": 0, "by_lang": {}, "confusions": {}}
+    for it in chosen:
+        with open(os.path.join(out, it["name"] + ".json"), encoding="utf-8") as f:
+            said = json.load(f).get("language")
+        entry = result["by_lang"].setdefault(it["lang"], {"windows": 0, "correct": 0})
+        entry["windows"] += 1
+        if said == it["lang"]:
+            entry["correct"] += 1
+            result["correct"] += 1
+        else:
+            key = f"{it['lang']}->{said}"
+            result["confusions"][key] = result["confusions"].get(key, 0) + 1
+    return result
+
+
 def word_timing(args, short, folder):
     """--word-timing: hark's word times on the first args.word_timing speech windows of each
     language against espeak-ng's, pooled over the languages and per language."""
-    chosen, taken = [], {}
-    for it in short:
-        if it["kind"] in ("single", "multi") and it.get("words") and taken.get(it["lang"], 0) < args.word_timing:
-            chosen.append(it)
-            taken[it["lang"]] = taken.get(it["lang"], 0) + 1
+    chosen, taken = first_speech_windows([it for it in short if it.get("words")], args.word_timing)
     evalsets.write_wavs(chosen, folder)
     pairs = {}
     for lang in sorted(taken):
@@ -378,6 +417,8 @@ def main():
         report["numbers"] = score(numbers, hyps)
     if args.word_timing:
         report["word_timing"] = word_timing(args, short, os.path.join(args.out, "words"))
+    if args.language_id:
+        report["language_id"] = language_id(args, short, os.path.join(args.out, "language"))
     with open(os.path.join(args.out, "hark-eval.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "hypotheses.json"), "w", encoding="utf-8") as f:
@@ -406,6 +447,10 @@ def main():
         log(f"word timing: {wt.get('matched_words')} words matched in {wt['windows']} windows, mean start error "
             f"{wt.get('mean_start_error_s')} s, end {wt.get('mean_end_error_s')} s, starts within 0.2 s "
             f"{wt.get('share_start_within_0.2s')}")
+    if "language_id" in report:
+        li = report["language_id"]
+        log(f"language identified: {li['correct']} of {li['windows']} windows"
+            + (f" (wrong: {li['confusions']})" if li["confusions"] else ""))
     log(f"silence/noise: {report['silence_empty']['empty']} of {report['silence_empty']['windows']} empty")
     log(f"wrote {os.path.join(args.out, 'hark-eval.json')}")
 

@@ -185,6 +185,18 @@ class WordTiming(unittest.TestCase):
 
 
 @NEEDS_NUMPY
+class FirstSpeechWindows(unittest.TestCase):
+    def test_the_first_n_speech_windows_of_each_language_in_order(self):
+        short = [{"name": "s", "kind": "silence", "lang": None}] + [
+            {"name": f"{lang}-{k}", "kind": "single" if k % 2 else "multi", "lang": lang}
+            for k in range(4) for lang in ("en", "de")]
+        chosen, taken = H.first_speech_windows(short, 3)
+        self.assertEqual([it["name"] for it in chosen], ["en-0", "de-0", "en-1", "de-1", "en-2", "de-2"])
+        self.assertEqual(taken, {"en": 3, "de": 3})
+        self.assertEqual(H.first_speech_windows(short, 0), ([], {}))
+
+
+@NEEDS_NUMPY
 class HypothesisRecords(unittest.TestCase):
     def test_short_windows_list_their_utterances_and_voices(self):
         held = type("Held", (), {})()
