@@ -173,7 +173,7 @@ def word_times(model, feat, n_samples, text_ids, lang, heads, tok):
     # <|notimestamps|> for the first), as in Whisper's timing and hark's. Until 2026-12-07 the
     # rows began one position later (each token's own input position): hark's word times
     # taken that way on 240 held-out windows moved from 0.064 to 0.196 s mean start error,
-    # this function's 0.20 s of runs 19 and 21b.
+    # close to this function's 0.20 s for runs 19 and 21b.
     matrix = _median_filter(w, 7).mean(axis=0)[len(prompt) - 1: len(prompt) - 1 + len(text_ids)]
     rows, cols = dtw_path(-matrix)
     start = np.array([cols[rows == r].min() if (rows == r).any() else 0 for r in range(len(text_ids))]) * FRAME_S

@@ -107,13 +107,13 @@ def held_out_clips(args, log, texts=None):
     jobs, meta = synth.plan_jobs(texts, args.seed, held_out=True, job_size=16, effect_shares={})
     t = time.time()
     pool = train.start_pool(args.workers, fresh_workers=True)
+    limit = SYNTH_TIMEOUT_S + 2 * len(jobs)
     try:
         # A bounded wait: once (2026-12-07) a pool of fresh workers stalled at its start with
         # every process idle, and map() would have waited for ever.
-        parts = pool.map_async(synth.synth_job, jobs, chunksize=1).get(timeout=SYNTH_TIMEOUT_S + 2 * len(jobs))
+        parts = pool.map_async(synth.synth_job, jobs, chunksize=1).get(timeout=limit)
     except mp.TimeoutError:
-        sys.exit(f"hark_eval: synthesizing {len(jobs)} jobs took over {SYNTH_TIMEOUT_S + 2 * len(jobs)} s "
-                 "(a stalled worker pool?); run it again")
+        sys.exit(f"hark_eval: synthesizing {len(jobs)} jobs took over {limit} s (a stalled worker pool?); run it again")
     finally:
         pool.terminate()
     clips = [c for part in parts for c in part]
@@ -253,9 +253,15 @@ def place_errors(item, hyp_text, window_starts, edge_s=EDGE_S, pause_s=PAUSE_S):
     return out
 
 
+def run_hark(args, wavs, out_dir, *options):
+    """One `hark transcribe` process over the WAV files, its outputs into out_dir."""
+    subprocess.run([args.hark, "transcribe", *wavs, "--model", args.model, *options, "--output-dir", out_dir,
+                    *args.hark_args.split()], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def transcribe(args, items, folder, segments=None):
-    """hark's text for each item (one process per language, all its files at once); with
-    `segments` (a dict), also its verbose_json segments by name."""
+    """hark's text for each item (one process per language, all its files at once, the WAV
+    files left in `folder`); with `segments` (a dict), also its verbose_json segments by name."""
     evalsets.write_wavs(items, folder)
     out = {}
     by_lang = {}
@@ -264,10 +270,7 @@ def transcribe(args, items, folder, segments=None):
     for lang, group in by_lang.items():
         txt = os.path.join(folder, f"txt-{lang}")
         files = [os.path.join(folder, it["name"] + ".wav") for it in group]
-        fmt = "txt" if segments is None else "all"
-        subprocess.run([args.hark, "transcribe", *files, "--model", args.model, "--language", lang, "--format", fmt,
-                        "--output-dir", txt, *args.hark_args.split()], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        run_hark(args, files, txt, "--language", lang, "--format", "txt" if segments is None else "all")
         for it in group:
             with open(os.path.join(txt, it["name"] + ".txt"), encoding="utf-8") as f:
                 out[it["name"]] = f.read().strip()
@@ -288,16 +291,13 @@ def first_speech_windows(short, n):
     return chosen, taken
 
 
-def language_id(args, short, folder):
+def language_id(args, short, wav_dir, out):
     """--language-id: hark's detected language (verbose_json's `language`) against the
-    language spoken, on the first args.language_id speech windows of each language, all in one
-    `hark transcribe` call without --language."""
-    chosen, taken = first_speech_windows(short, args.language_id)
-    evalsets.write_wavs(chosen, folder)
-    out = os.path.join(folder, "json")
-    subprocess.run([args.hark, "transcribe", *[os.path.join(folder, it["name"] + ".wav") for it in chosen],
-                    "--model", args.model, "--format", "verbose_json", "--output-dir", out, *args.hark_args.split()],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    language spoken, on the first args.language_id speech windows of each language (their WAV
+    files in wav_dir, where transcribe() left them), all in one `hark transcribe` call without
+    --language."""
+    chosen, _ = first_speech_windows(short, args.language_id)
+    run_hark(args, [os.path.join(wav_dir, it["name"] + ".wav") for it in chosen], out, "--format", "verbose_json")
     result = {"windows": len(chosen), "correct": 0, "by_lang": {}, "confusions": {}}
     for it in chosen:
         with open(os.path.join(out, it["name"] + ".json"), encoding="utf-8") as f:
@@ -313,19 +313,17 @@ def language_id(args, short, folder):
     return result
 
 
-def word_timing(args, short, folder):
+def word_timing(args, short, wav_dir, folder):
     """--word-timing: hark's word times on the first args.word_timing speech windows of each
-    language against espeak-ng's, pooled over the languages and per language."""
+    language (their WAV files in wav_dir, where transcribe() left them) against espeak-ng's,
+    pooled over the languages and per language."""
     chosen, taken = first_speech_windows([it for it in short if it.get("words")], args.word_timing)
-    evalsets.write_wavs(chosen, folder)
     pairs = {}
     for lang in sorted(taken):
         group = [it for it in chosen if it["lang"] == lang]
         out = os.path.join(folder, f"json-{lang}")
-        subprocess.run([args.hark, "transcribe", *[os.path.join(folder, it["name"] + ".wav") for it in group],
-                        "--model", args.model, "--language", lang, "--word-timestamps", "--format", "verbose_json",
-                        "--output-dir", out, *args.hark_args.split()], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        run_hark(args, [os.path.join(wav_dir, it["name"] + ".wav") for it in group], out,
+                 "--language", lang, "--word-timestamps", "--format", "verbose_json")
         for it in group:
             with open(os.path.join(out, it["name"] + ".json"), encoding="utf-8") as f:
                 words = json.load(f).get("words", [])
@@ -416,9 +414,11 @@ def main():
     if numbers:
         report["numbers"] = score(numbers, hyps)
     if args.word_timing:
-        report["word_timing"] = word_timing(args, short, os.path.join(args.out, "words"))
+        report["word_timing"] = word_timing(args, short, os.path.join(args.out, "short"),
+                                            os.path.join(args.out, "words"))
     if args.language_id:
-        report["language_id"] = language_id(args, short, os.path.join(args.out, "language"))
+        report["language_id"] = language_id(args, short, os.path.join(args.out, "short"),
+                                            os.path.join(args.out, "language"))
     with open(os.path.join(args.out, "hark-eval.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "hypotheses.json"), "w", encoding="utf-8") as f:

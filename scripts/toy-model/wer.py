@@ -64,16 +64,15 @@ def word_time_errors(reference, hypothesis):
     (punctuation standing alone) take no part, and reference words whose times were
     interpolated ("exact": False) are no reference. evaluate_full.py (transformers) and
     hark_eval.py (hark) both score word timestamps with it."""
-    def norm(w):
-        return " ".join(normalize(w))
-    ref = [r for r in reference if norm(r["word"])]
-    hyp = [h for h in hypothesis if norm(h["word"])]
-    matcher = difflib.SequenceMatcher(a=[norm(r["word"]) for r in ref], b=[norm(h["word"]) for h in hyp],
-                                      autojunk=False)
+    ref = [(" ".join(normalize(r["word"])), r) for r in reference]
+    ref = [(w, r) for w, r in ref if w]
+    hyp = [(" ".join(normalize(h["word"])), h) for h in hypothesis]
+    hyp = [(w, h) for w, h in hyp if w]
+    matcher = difflib.SequenceMatcher(a=[w for w, _ in ref], b=[w for w, _ in hyp], autojunk=False)
     out = []
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
-            r, h = ref[block.a + k], hyp[block.b + k]
+            r, h = ref[block.a + k][1], hyp[block.b + k][1]
             if r.get("exact", True):
                 out.append((abs(h["start"] - r["start"]), abs(h["end"] - r["end"])))
     return out
