@@ -39,24 +39,6 @@ void keep_pool_memory(int device_index) {
   check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
 }
 
-// HARK_CUDA_LANE_FREE_SMS=K: an encoder lane's products are planned for all SMs but K
-// (cuBLASLt's SM count target), so that K SMs stay free for the decoder steps of the main
-// stream while a product runs; its blocks otherwise hold every SM until it ends, and the
-// steps' kernels, ranked higher, still wait for them. 0 or unset: all SMs (the default).
-int lane_sm_target(int device_index) {
-  const char* env = std::getenv("HARK_CUDA_LANE_FREE_SMS");
-  if (!env || !*env) return 0;
-  int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_index), "SM count");
-  char* end = nullptr;
-  const long free_sms = std::strtol(env, &end, 10);
-  if (*end != '\0' || free_sms < 0 || free_sms >= sms)
-    throw Error(ErrorCode::InvalidArgument, std::string("[cuda] HARK_CUDA_LANE_FREE_SMS='") + env +
-                                                "': give the SMs to leave free, 0 to " + std::to_string(sms - 1) +
-                                                " on cuda:" + std::to_string(device_index));
-  return free_sms == 0 ? 0 : sms - static_cast<int>(free_sms);
-}
-
 }  // namespace
 
 CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products, bool lane)
@@ -102,7 +84,6 @@ CudaBackend::CudaBackend(int device_index, DType act_dtype, bool fp8_products, b
   check(cudaMalloc(&workspace_, kWorkspaceBytes), "allocating the cuBLAS workspace");
   check(cublasSetWorkspace(blas_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
   lt_ = std::make_unique<cuda::LtGemm>(stream_, workspace_, kWorkspaceBytes);
-  if (lane) lt_->set_sm_count_target(lane_sm_target(device_index));
   cuda::gemv_setup();
   if (const char* env = std::getenv("HARK_CUDA_GRAPHS"); env && std::string(env) == "0") graphs_enabled_ = false;
   // The greedy step's self-attention block in one launch (decoder_self_step.cu): opt-in

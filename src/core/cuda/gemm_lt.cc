@@ -93,10 +93,6 @@ LtGemm::Plan& LtGemm::find_plan(const Key& key) {
                                          sizeof fast_accumulation),
           "fast accumulation");
   }
-  if (sm_count_target_ > 0)
-    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_count_target_,
-                                         sizeof sm_count_target_),
-          "SM count target");
   check(cublasLtMatrixLayoutCreate(&p.a, cuda_type(dt), k, n, k), "layout A");
   check(cublasLtMatrixLayoutCreate(&p.b, cuda_type(dt), k, m, k), "layout B");
   check(cublasLtMatrixLayoutCreate(&p.c, cuda_type(y_dt), n, m, n), "layout C");

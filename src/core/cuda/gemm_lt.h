@@ -40,12 +40,6 @@ class LtGemm {
   // kept): the backend falls back to the 16-bit product before quantizing anything.
   bool has_e4m3(int64_t m, int64_t k, int64_t n, bool bias, DType y_dt, LtEpilogue epilogue);
 
-  // The number of SMs the products' algorithms are chosen for (cuBLASLt's SM count target;
-  // 0: all of them). An encoder lane's products (CudaBackend, HARK_CUDA_LANE_SMS) leave the
-  // other SMs to the decoder steps on the main stream, which otherwise wait behind each
-  // product's blocks. Set before the first product: plans are kept per shape.
-  void set_sm_count_target(int sms) { sm_count_target_ = sms; }
-
  private:
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
@@ -62,7 +56,6 @@ class LtGemm {
   cudaStream_t stream_;
   void* workspace_;
   size_t workspace_bytes_;
-  int sm_count_target_ = 0;
   std::map<Key, Plan> plans_;
 };
 
