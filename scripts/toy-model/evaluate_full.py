@@ -197,7 +197,7 @@ def word_timing_error(export_dir, items, device, tok, log, deadline, limit=60):
     model = E._load(export_dir, device, eager=True)
     speech = [it for it in items if it["kind"] in ("single", "multi") and it.get("words")][:limit]
     feats, _ = E.features(speech, device, lambda *a: None)
-    starts, ends = [], []
+    errors = []
     for it, feat in zip(speech, feats):
         if time.time() > deadline - 10:
             break
@@ -206,16 +206,10 @@ def word_timing_error(export_dir, items, device, tok, log, deadline, limit=60):
         if not text_ids:
             continue
         hyp = word_times(model, feat, len(it["pcm"]), text_ids, it["lang"], heads, tok)
-        for start_error, end_error in W.word_time_errors(it["words"], [{"word": w, "start": a, "end": b}
-                                                                        for w, a, b in hyp]):
-            starts.append(start_error)
-            ends.append(end_error)
-    if not starts:
+        errors += W.word_time_errors(it["words"], [{"word": w, "start": a, "end": b} for w, a, b in hyp])
+    if not errors:
         return None
-    result = {"matched_words": len(starts), "windows": len(speech), "heads": heads,
-              "mean_start_error_s": round(float(np.mean(starts)), 4),
-              "mean_end_error_s": round(float(np.mean(ends)), 4),
-              "share_start_within_0.2s": round(float(np.mean(np.array(starts) <= 0.2)), 4)}
+    result = {**W.word_time_summary(errors, len(speech)), "heads": heads}
     log(f"word timing: {result}")
     return result
 

@@ -328,17 +328,8 @@ def word_timing(args, short, wav_dir, folder):
             with open(os.path.join(out, it["name"] + ".json"), encoding="utf-8") as f:
                 words = json.load(f).get("words", [])
             pairs.setdefault(lang, []).extend(W.word_time_errors(it["words"], words))
-
-    def summary(p, windows):
-        if not p:
-            return {"matched_words": 0, "windows": windows}
-        starts, ends = [a for a, _ in p], [b for _, b in p]
-        return {"matched_words": len(p), "windows": windows,
-                "mean_start_error_s": round(sum(starts) / len(starts), 4),
-                "mean_end_error_s": round(sum(ends) / len(ends), 4),
-                "share_start_within_0.2s": round(sum(1 for a in starts if a <= 0.2) / len(starts), 4)}
-    result = summary([x for p in pairs.values() for x in p], len(chosen))
-    result["by_lang"] = {lang: summary(pairs.get(lang, []), taken[lang]) for lang in sorted(taken)}
+    result = W.word_time_summary([x for p in pairs.values() for x in p], len(chosen))
+    result["by_lang"] = {lang: W.word_time_summary(pairs.get(lang, []), taken[lang]) for lang in sorted(taken)}
     return result
 
 

@@ -180,6 +180,12 @@ class WordTiming(unittest.TestCase):
             self.assertAlmostEqual(s, ws)
             self.assertAlmostEqual(e, we)
 
+    def test_summary_of_the_pairs(self):
+        summary = W.word_time_summary([(0.1, 0.05), (0.3, 0.0), (0.0, 0.4)], 2)
+        self.assertEqual(summary, {"matched_words": 3, "windows": 2, "mean_start_error_s": 0.1333,
+                                   "mean_end_error_s": 0.15, "share_start_within_0.2s": 0.6667})
+        self.assertEqual(W.word_time_summary([], 5), {"matched_words": 0, "windows": 5})
+
     def test_nothing_heard_is_no_pair(self):
         self.assertEqual(W.word_time_errors([{"word": "yes", "start": 0, "end": 1}], []), [])
 

@@ -78,6 +78,18 @@ def word_time_errors(reference, hypothesis):
     return out
 
 
+def word_time_summary(errors, windows):
+    """The figures both scorers report from word_time_errors' pairs: words matched, mean
+    |start| and |end| error, and the share of starts within 0.2 s."""
+    if not errors:
+        return {"matched_words": 0, "windows": windows}
+    starts, ends = [a for a, _ in errors], [b for _, b in errors]
+    return {"matched_words": len(errors), "windows": windows,
+            "mean_start_error_s": round(sum(starts) / len(starts), 4),
+            "mean_end_error_s": round(sum(ends) / len(ends), 4),
+            "share_start_within_0.2s": round(sum(1 for a in starts if a <= 0.2) / len(starts), 4)}
+
+
 def corpus_wer(refs, hyps):
     """(WER over all pairs, errors, reference words)."""
     if len(refs) != len(hyps):
