@@ -56,8 +56,8 @@ void BM_AttendMany(benchmark::State& state) {
 
 // The 7th argument: K/V in head panels (1), as the CPU keeps fp32 cross K/V, or as the
 // product's rows (0).
-// Cross-attention of tiny (6 heads) over 1, 5 and 8 windows of one row, and one window's 5
-// beams; base (8 heads) over 5 windows; the self-attention of 5 rows over 100 cached tokens;
+// Cross-attention of tiny (6 heads) over 1, 5 and 8 windows of one row (and 7 in head
+// panels, the batching server's step with 8 clients), and one window's 5 beams; base (8 heads) over 5 windows; the self-attention of 5 rows over 100 cached tokens;
 // large-v3's 20 heads over 1 and 5 windows and one window's 5 beams.
 BENCHMARK(BM_AttendMany)
     ->Args({7, 1, 1500, 8, 2, 0, 0})
@@ -67,6 +67,7 @@ BENCHMARK(BM_AttendMany)
     ->Args({1, 1, 1500, 6, 2, 0, 0})
     ->Args({5, 1, 1500, 6, 2, 0, 0})
     ->Args({8, 1, 1500, 6, 2, 0, 0})
+    ->Args({7, 1, 1500, 6, 2, 0, 1})
     ->Args({1, 5, 1500, 6, 2, 0, 0})
     ->Args({5, 1, 1500, 8, 2, 0, 0})
     ->Args({5, 1, 100, 6, 2, 1, 0})

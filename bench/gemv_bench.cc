@@ -29,7 +29,9 @@ void BM_HalfGemv(benchmark::State& state) {
 }
 
 // {n, k, rows of x, threads, weight bits}: the tiny and base logits (vocabulary × width), a
-// tiny MLP layer, and the logits for 3, 5 and 8 rows (beams, or a batching server's step).
+// tiny MLP layer, and the logits for 3, 5 and 8 rows (beams, or a batching server's step);
+// fp32 weights (the reference path) for 1, 5, 6 and 7 rows (7: the batching server's step
+// with 8 clients on the CPU, docs/benchmarks.md).
 BENCHMARK(BM_HalfGemv)
     ->Args({51865, 384, 1, 2, 16})
     ->Args({51865, 512, 1, 2, 16})
@@ -42,6 +44,9 @@ BENCHMARK(BM_HalfGemv)
     ->Args({51865, 384, 5, 2, 32})
     ->Args({51865, 384, 6, 2, 32})
     ->Args({1536, 384, 6, 2, 32})
+    ->Args({51865, 384, 7, 2, 32})
+    ->Args({51865, 512, 1, 2, 32})
+    ->Args({51865, 512, 7, 2, 32})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
