@@ -148,7 +148,7 @@ if [[ $mode == batching ]]; then
   exit 0
 fi
 if [[ $mode == batching-bench ]]; then
-  section "batching server against --max-batch 1 (large-v3-turbo shape ${BATCH_COMPUTE:-f16}, 64 clients, 10-60 s clips)"
+  section "batching server against --max-batch 1 (large-v3-turbo shape ${BATCH_COMPUTE:-f16}, ${BATCH_CONCURRENCY:-64} clients, ${BATCH_CLIPS:-10-60} s clips)"
   HARK=$hark DEVICE=cuda THREADS=4 CONCURRENCY=${BATCH_CONCURRENCY:-64} REQUESTS=${BATCH_REQUESTS:-128} ROUNDS=1 \
     CLIP_SECONDS=${BATCH_CLIPS:-"10 15 20 25 30 40 50 60"} EXTRA_SERVE="--compute-type ${BATCH_COMPUTE:-f16}" OUT="$OUT/bench-batching" \
     timeout 540 bash scripts/bench-batching.sh synthetic:large-v3-turbo 2>&1 | tee "$OUT/bench_batching.log" |
