@@ -369,6 +369,11 @@ void print_server_report(const nlohmann::json& r) {
               r["requests_per_second"].get<double>());
   std::printf("latency ms: p50 %.0f  p95 %.0f  p99 %.0f  max %.0f  mean %.0f\n", l["p50"].get<double>(),
               l["p95"].get<double>(), l["p99"].get<double>(), l["max"].get<double>(), l["mean"].get<double>());
+  if (r.contains("latency_ms_by_clip") && r["latency_ms_by_clip"].size() > 1)
+    for (const auto& c : r["latency_ms_by_clip"])
+      std::printf("  %-24s %6.1f s audio, %4d requests: p50 %.0f  p99 %.0f  max %.0f ms\n",
+                  c["clip"].get<std::string>().c_str(), c["seconds"].get<double>(), c["requests"].get<int>(),
+                  c["p50"].get<double>(), c["p99"].get<double>(), c["max"].get<double>());
   if (r.contains("open_loop")) {
     const auto& o = r["open_loop"];
     std::printf("open loop: %.2f requests/s offered (%.1f audio s per s), %d sent late (every client busy; "

@@ -65,6 +65,20 @@ TEST_F(BenchServer, CountsRequestsAudioAndLatency) {
   EXPECT_LE(l["p50"].get<double>(), l["p99"].get<double>());
   EXPECT_LE(l["p99"].get<double>(), l["max"].get<double>());
   EXPECT_EQ(stats.transcribed, 7);  // the warm-up request too
+
+  // Latency per clip: every clip twice (6 requests over 3 clips), shortest first, each
+  // clip's maximum at most the run's.
+  const auto& by_clip = r["latency_ms_by_clip"];
+  ASSERT_EQ(by_clip.size(), 3u);
+  const double seconds[] = {0.5, 1.0, 1.5};
+  const char* names[] = {"clip5.wav", "clip10.wav", "clip15.wav"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(by_clip[i]["clip"], names[i]);
+    EXPECT_DOUBLE_EQ(by_clip[i]["seconds"].get<double>(), seconds[i]);
+    EXPECT_EQ(by_clip[i]["requests"], 2);
+    EXPECT_LE(by_clip[i]["p50"].get<double>(), by_clip[i]["max"].get<double>());
+    EXPECT_LE(by_clip[i]["max"].get<double>(), l["max"].get<double>());
+  }
 }
 
 TEST(BenchArrivals, PoissonScheduleIsSeededIncreasingAndAtTheRate) {
