@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # What the open GPU issues still owe, in one device call (168 s on an H100 on 2026-12-07,
-# all three parts; docs/benchmarks.md, "Speech-length windows in the closed loop"; what is
+# all three parts, part 3 then with 512 requests; 2 048 took 31 s alone; docs/benchmarks.md, "Speech-length windows in the closed loop"; what is
 # left is part 1 on an H200: PARTS=offline),
 # so that a session that gets a machine spends it on one command:
 #   1. issue 14's archive job (4 096 × 30 s, large-v3-turbo shape f16, `--parallel 256`),
 #      twice (offline-ab.sh): the H200 figure against the ≥ 5 000 audio s/s target;
 #   2. the bundled model's GPU tests (run-all.sh toy), which confirm the toy fast-path
 #      guard that counts the greedy runs (tests/unit/gpu/toy_fast_path_test.cc);
-#   3. a closed loop of 64 clients sending 10–60 s clips with `sample_len=100` and
+#   3. a closed loop of 64 clients sending 10–60 s clips (2 048 requests: 512 lasted 6 s on an
+#      H100 and read a p99 of 1.66 s against 2 048's 1.41 s) with `sample_len=100` and
 #      `without_timestamps=true` (run-all.sh batching-bench, the batching server alone):
 #      every window moves on 30 s, as speech's windows nearly do, where random weights with
 #      timestamps move them ~18 s (docs/benchmarks.md, "What the closed loop can reach").
@@ -38,7 +39,7 @@ for part in ${PARTS:-offline toy closed}; do
       grep -E "FAILED|judged|identical" "$OUT/toy/results.md" | head -20
       ;;
     closed)
-      OUT=$OUT/closed SERVERS=0 BATCH_REQUESTS=512 EXTRA_FIELDS="sample_len=100 without_timestamps=true" \
+      OUT=$OUT/closed SERVERS=0 BATCH_REQUESTS=2048 EXTRA_FIELDS="sample_len=100 without_timestamps=true" \
         bash scripts/device/run-all.sh batching-bench >"$OUT/closed.log" 2>&1
       echo "closed loop without timestamps: exit $?"
       grep -E "synthetic:" "$OUT/closed/results.md"
