@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the open GPU issues still owe, in one device call (168 s on an H100 on 2026-12-07,
-# all three parts, part 3 then with 512 requests; 2 048 took 31 s alone; docs/benchmarks.md, "Speech-length windows in the closed loop"; what is
-# left is part 1 on an H200: PARTS=offline),
+# all three parts, part 3 then with 512 requests; 2 048 took 31 s alone; docs/benchmarks.md,
+# "Speech-length windows in the closed loop"; what is left is part 1 on an H200: PARTS=offline),
 # so that a session that gets a machine spends it on one command:
 #   1. issue 14's archive job (4 096 × 30 s, large-v3-turbo shape f16, `--parallel 256`),
 #      twice (offline-ab.sh): the H200 figure against the ≥ 5 000 audio s/s target;
