@@ -7,7 +7,8 @@
 #   env: HARK=build/bin/hark CONCURRENCY=8 REQUESTS=32 ROUNDS=2 THREADS=2 DEVICE=cpu
 #        CLIP_SECONDS="5 8 11 14 17 20 24 30" EXTRA_SERVE="" (e.g. "--compute-type f16")
 #        SOURCE_CLIP=tests/data/audio/jfk.wav (the 16 kHz PCM16 WAV the clips are cut from)
-#        OUT=/tmp/hark-bench-batching WARMUP=2
+#        OUT=/tmp/hark-bench-batching WARMUP=$CONCURRENCY (the closed loop's requests before
+#        the measured ones, in the same stream: they start at steady load, not as a burst)
 #        EXTRA_FIELDS="" (more request fields, e.g. "sample_len=100 without_timestamps=true":
 #        real-length decoding of one window a clip, where random weights otherwise decode
 #        224 tokens a window and seek to random timestamps)
@@ -16,7 +17,7 @@
 #        flight, latency from each arrival; empty = closed loop, CONCURRENCY clients
 #        sending back to back)
 #        DEVICES="$DEVICE" (several, e.g. "cuda:0 cuda:all", compares one GPU with all:
-#        each device list is served in turn; set WARMUP to the concurrency so that every
+#        each device list is served in turn; with the default WARMUP (the concurrency) every
 #        GPU has run before the timed part)
 # rows/step: rows advanced per step, then "/" the rows computed per step (free rows within a
 # step's span included; a recorded GPU step's span is rounded up to 16 rows).
@@ -33,7 +34,7 @@ device=${DEVICE:-cpu}
 devices=${DEVICES:-$device}
 servers=${SERVERS:-1 0}
 rates=${RATES:-closed}
-warmup=${WARMUP:-2}
+warmup=${WARMUP:-$concurrency}
 out=${OUT:-/tmp/hark-bench-batching}
 models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(synthetic:tiny synthetic:base)

@@ -143,7 +143,8 @@ double percentile(std::vector<double> ms, double p) {
 namespace {
 
 nlohmann::json latency_summary(const std::vector<double>& ms) {
-  return {{"p50", percentile(ms, 50)},
+  return {{"min", percentile(ms, 0)},
+          {"p50", percentile(ms, 50)},
           {"p95", percentile(ms, 95)},
           {"p99", percentile(ms, 99)},
           {"max", percentile(ms, 100)},
@@ -185,44 +186,90 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
   if (!health || health->status != 200)
     throw Error(ErrorCode::Unavailable, "[bench] no healthy server at " + args.url + " (GET /health failed)");
 
-  // Each phase: `count` requests over the clips in order, `concurrency` clients at once;
-  // with a schedule (open loop), request i is sent at `arrivals[i]` seconds from the phase's
-  // start, or as soon as a client is free after it.
-  auto phase = [&](int count, std::vector<Outcome>* record, const std::vector<double>* arrivals) {
+  auto configure = [&](httplib::Client& client) {
+    client.set_read_timeout(static_cast<time_t>(args.timeout_sec), 0);
+    client.set_write_timeout(static_cast<time_t>(args.timeout_sec), 0);
+    if (!args.api_key.empty()) client.set_bearer_token_auth(args.api_key.c_str());
+  };
+
+  // The open loop: a closed warm-up first (it loads the model), then `total` requests, request i
+  // sent at `arrivals[i]` seconds from the start, or as soon as a client is free after it.
+  //
+  // The closed loop: one unbroken stream of requests. The warm-up's, then the measured
+  // ones, then more of the same, not counted, until every measured one is answered. Without
+  // that, the measured requests would start as one burst of `concurrency` requests after
+  // the warm-up's last answer, and the last ones would finish with fewer and fewer clients
+  // beside them: a burst queues every client at once, and a thinning end gives the
+  // last requests a lighter server. Neither happens to a server whose clients keep sending.
+  // The run is timed from the first measured request's send to the last measured answer.
+  std::vector<Outcome> outcomes;
+  Clock::time_point started{}, finished{};
+  int unmeasured_after = 0;
+  GpuMemoryWatch gpu;
+  if (args.rate > 0) {
+    const std::vector<double> arrivals = poisson_arrivals(total, args.rate, args.seed);
+    auto run = [&](int count, bool open, std::vector<Outcome>* record) {
+      std::atomic<int> next{0};
+      std::mutex mutex;
+      std::vector<std::thread> clients;
+      const auto begin = Clock::now();
+      for (int c = 0; c < args.concurrency; ++c)
+        clients.emplace_back([&] {
+          httplib::Client client(args.url);
+          configure(client);
+          for (int i = next++; i < count; i = next++) {
+            auto due = Clock::now();
+            if (open) {
+              due = begin + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(arrivals[static_cast<size_t>(i)]));
+              std::this_thread::sleep_until(due);
+            }
+            const size_t clip = static_cast<size_t>(i) % clips.size();
+            Outcome o = send_one(client, clips[clip], args, due);
+            o.clip = clip;
+            std::lock_guard lock(mutex);
+            if (record) record->push_back(std::move(o));
+          }
+        });
+      for (auto& t : clients) t.join();
+      return begin;
+    };
+    run(args.warmup, false, nullptr);
+    started = run(total, true, &outcomes);
+    finished = Clock::now();
+  } else {
     std::atomic<int> next{0};
+    std::atomic<int> answered{0};  // measured requests answered so far
     std::mutex mutex;
     std::vector<std::thread> clients;
-    const auto begin = Clock::now();
     for (int c = 0; c < args.concurrency; ++c)
       clients.emplace_back([&] {
         httplib::Client client(args.url);
-        client.set_read_timeout(static_cast<time_t>(args.timeout_sec), 0);
-        client.set_write_timeout(static_cast<time_t>(args.timeout_sec), 0);
-        if (!args.api_key.empty()) client.set_bearer_token_auth(args.api_key.c_str());
-        for (int i = next++; i < count; i = next++) {
-          auto due = Clock::now();
-          if (arrivals) {
-            due = begin + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>((*arrivals)[static_cast<size_t>(i)]));
-            std::this_thread::sleep_until(due);
-          }
+        configure(client);
+        while (answered < total) {
+          const int i = next++;
+          const bool measured = i >= args.warmup && i < args.warmup + total;
+          if (i >= args.warmup + total && answered >= total) break;
           const size_t clip = static_cast<size_t>(i) % clips.size();
-          Outcome o = send_one(client, clips[clip], args, due);
+          const auto sent = Clock::now();
+          Outcome o = send_one(client, clips[clip], args, sent);
+          const auto done = Clock::now();
           o.clip = clip;
           std::lock_guard lock(mutex);
-          if (record) record->push_back(std::move(o));
+          if (!measured) {
+            if (i >= args.warmup) ++unmeasured_after;
+            continue;
+          }
+          if (outcomes.empty() || sent < started) started = sent;
+          if (done > finished) finished = done;
+          outcomes.push_back(std::move(o));
+          ++answered;
         }
       });
     for (auto& t : clients) t.join();
-  };
-  phase(args.warmup, nullptr, nullptr);
-  const std::vector<double> arrivals = poisson_arrivals(total, args.rate, args.seed);
-  std::vector<Outcome> outcomes;
-  GpuMemoryWatch gpu;
-  const auto started = Clock::now();
-  phase(total, &outcomes, args.rate > 0 ? &arrivals : nullptr);
-  const double wall = std::chrono::duration<double>(Clock::now() - started).count();
+  }
   gpu.stop();
+  const double wall = outcomes.empty() ? 0 : std::chrono::duration<double>(finished - started).count();
 
   std::vector<double> ms;
   double audio = 0;
@@ -246,6 +293,11 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
       {"latency_ms", latency_summary(ms)},
       {"latency_ms_by_clip", latency_by_clip(clips, outcomes)},
       {"error_kinds", errors}};
+  if (args.rate <= 0) {
+    // Requests sent around the measured ones and not counted (the closed loop's steady load).
+    out["warmup"] = args.warmup;
+    out["unmeasured_after"] = unmeasured_after;
+  }
   if (args.rate > 0) {
     // What was offered, against what was served (rtfx above): equal while the server keeps
     // up. A request sent more than 10 ms late found every client busy: the load outgrew

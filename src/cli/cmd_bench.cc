@@ -436,7 +436,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--requests,-n", sv.requests, "With --server: measured requests (0 = each client sends every clip once)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--warmup", sv.warmup, "With --server: requests sent first and not counted")
+  cmd->add_option("--warmup", sv.warmup, "With --server: requests sent first and not counted (closed loop: in the same stream as the measured "
+                  "ones, which then start at steady load when it is at least --concurrency)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--rate", sv.rate,
                   "With --server: an open loop instead, requests arriving at this mean rate per second (Poisson; "

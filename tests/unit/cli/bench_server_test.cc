@@ -64,7 +64,10 @@ TEST_F(BenchServer, CountsRequestsAudioAndLatency) {
   const auto& l = r["latency_ms"];
   EXPECT_LE(l["p50"].get<double>(), l["p99"].get<double>());
   EXPECT_LE(l["p99"].get<double>(), l["max"].get<double>());
-  EXPECT_EQ(stats.transcribed, 7);  // the warm-up request too
+  // The warm-up request, the measured ones, and those sent after them until all were answered.
+  EXPECT_EQ(r["warmup"], 1);
+  EXPECT_EQ(stats.transcribed, 7 + r["unmeasured_after"].get<int>());
+  EXPECT_LE(l["min"].get<double>(), l["p50"].get<double>());
 
   // Latency per clip: every clip twice (6 requests over 3 clips), shortest first, each
   // clip's maximum at most the run's.
@@ -111,6 +114,7 @@ TEST_F(BenchServer, OpenLoopKeepsToItsScheduleAndReportsWhatWasOffered) {
   // The last request is not sent before its arrival time: the run lasts at least that long.
   EXPECT_GE(r["wall_seconds"].get<double>(), poisson_arrivals(6, 40, 3).back());
   EXPECT_EQ(stats.transcribed, 7);  // the warm-up (closed loop) too
+  EXPECT_FALSE(r.contains("unmeasured_after"));  // nothing is sent after an open loop's last request
 }
 
 // One client, a server that takes 50 ms a request, and arrivals far faster than that: every
@@ -129,6 +133,28 @@ TEST_F(BenchServer, OpenLoopCountsTheWaitForABusyClientAsLatency) {
   // The sixth request is sent after five answers (≥ 250 ms) and answered 50 ms later.
   EXPECT_GE(o["start_delay_ms"]["max"].get<double>(), 200.0);
   EXPECT_GE(r["latency_ms"]["max"].get<double>(), 250.0);
+}
+
+// A server that answers one request at a time in 50 ms, and two clients that keep sending:
+// in steady state every request waits for the other client's, so each takes ~100 ms. Had the
+// measured requests started as one burst after the warm-up (both clients at once on an idle
+// server), the first would take 50 ms. The client that answers first after the last measured
+// request is sent keeps sending (not counted), so the load does not thin out under it.
+TEST_F(BenchServer, ClosedLoopMeasuresASteadyStreamWithNoBurstAndNoThinEnd) {
+  start_server();
+  stats.delay_ms = 50;
+  auto a = args();
+  a.warmup = 2;
+  a.requests = 6;
+  auto r = run_server_bench(a);
+  EXPECT_EQ(r["requests"], 6);
+  EXPECT_EQ(r["errors"], 0);
+  EXPECT_GE(r["unmeasured_after"].get<int>(), 1);
+  EXPECT_EQ(stats.transcribed, 8 + r["unmeasured_after"].get<int>());
+  // ~100 ms each: 75 leaves room for the fake engine's 5 ms polling, and none can take 50.
+  EXPECT_GE(r["latency_ms"]["min"].get<double>(), 75.0);
+  // Six requests of ~100 ms with two in flight: ~300 ms from the first send to the last answer.
+  EXPECT_GE(r["wall_seconds"].get<double>(), 0.25);
 }
 
 TEST_F(BenchServer, ClosedLoopHasNoOpenLoopReport) {
