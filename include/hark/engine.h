@@ -56,6 +56,10 @@ struct BatchStats {
   // Of those prompts, the short ones fed through the steps a token a step (GPU fast path).
   uint64_t prompts_stepped = 0;
   uint64_t encoder_calls = 0, windows_encoded = 0;
+  // Windows queued before their run needed them (the next window of a run whose seek is
+  // known, encoded while the current one decodes), and of those, the ones the run did not
+  // use after all (it ended, failed, or needed another window).
+  uint64_t windows_ahead = 0, windows_ahead_unused = 0;
   // Tokens of greedy runs that the scheduler handed over and fed back itself (the GPU fast
   // path), without waking the run's thread between steps.
   uint64_t tokens_fed_back = 0;

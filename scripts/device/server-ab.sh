@@ -26,5 +26,25 @@ for round in $(seq 1 "${ROUNDS:-1}"); do
     echo "### $variant (round $round)" | tee -a "$all"
     grep -E "synthetic:" "$run_out/results.md" | tee -a "$all"
     cat "$run_out/results.md" >>"$all"
+    # Latency by clip length (hark bench --server's latency_ms_by_clip) and the windows
+    # encoded ahead, from the run's JSON and /metrics.
+    mkdir -p "$run_out/x" && tar xzf "$run_out/results.tar.gz" -C "$run_out/x" 2>/dev/null
+    for json in $(find "$run_out/x" -name '*batching-1.json'); do
+      python3 - "$json" "${json%.json}.metrics" <<'PY' | tee -a "$all"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+l = d["latency_ms"]
+print("    all: p50 %.0f p99 %.0f mean %.0f min %.0f (warm-up %s, after %s)" % (
+    l["p50"], l["p99"], l["mean"], l.get("min", 0), d.get("warmup"), d.get("unmeasured_after")))
+for c in d.get("latency_ms_by_clip", []):
+    print("    %5.1f s: n %d p50 %.0f p99 %.0f max %.0f" % (c["seconds"], c["requests"], c["p50"], c["p99"], c["max"]))
+try:
+    for line in open(sys.argv[2]):
+        if re.match(r"hark_encoder_(windows|windows_ahead|windows_ahead_unused|seconds)_total ", line):
+            print("    " + line.strip())
+except OSError:
+    pass
+PY
+    done
   done
 done

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace hark {
 namespace {
@@ -99,6 +100,53 @@ std::shared_ptr<const AudioContext> BatchScheduler::encode(const Tensor& mel, in
   wait_done(*r, lock);
   return r->result;
 }
+
+namespace {
+
+class QueuedEncode final : public PendingEncode {
+ public:
+  QueuedEncode(BatchScheduler::Impl& impl, std::shared_ptr<EncodeRequest> request)
+      : impl_(impl), request_(std::move(request)) {}
+  ~QueuedEncode() override {
+    if (collected_) return;
+    std::lock_guard lock(impl_.mutex);
+    ++impl_.stats.windows_ahead_unused;
+  }
+  std::shared_ptr<const AudioContext> collect() override {
+    if (collected_) throw Error(ErrorCode::Internal, "[batch] a window encoded ahead was collected twice");
+    collected_ = true;
+    std::unique_lock lock(impl_.mutex);
+    wait_done(*request_, lock);
+    return std::exchange(request_->result, nullptr);
+  }
+
+ private:
+  BatchScheduler::Impl& impl_;
+  std::shared_ptr<EncodeRequest> request_;
+  bool collected_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingEncode> BatchScheduler::encode_ahead(const Tensor& mel, int audio_ctx,
+                                                            const std::atomic<bool>* cancel) {
+  if (is_set(cancel)) std::rethrow_exception(cancelled());
+  auto r = std::make_shared<EncodeRequest>();
+  r->mel = mel;
+  r->audio_ctx = audio_ctx;
+  r->cancel = cancel;
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->stopping) std::rethrow_exception(unavailable());
+  impl_->encodes.push_back(r);
+  ++impl_->stats.windows_ahead;
+  if (impl_->lane_model)
+    impl_->lane_work.notify_one();
+  else
+    impl_->work.notify_one();
+  return std::make_unique<QueuedEncode>(*impl_, std::move(r));
+}
+
+bool BatchScheduler::has_encoder_lane() const { return impl_->lane_model != nullptr; }
 
 void BatchScheduler::run_exclusive(const std::function<void()>& fn, const std::atomic<bool>* cancel) {
   if (is_set(cancel)) std::rethrow_exception(cancelled());

@@ -62,6 +62,15 @@ struct BatchOptions {
   int prompt_step_tokens = -1;
 };
 
+// A window queued for the encoder before its run needs it (BatchScheduler::encode_ahead).
+class PendingEncode {
+ public:
+  virtual ~PendingEncode() = default;
+  // Waits for the encoder's output; rethrows what the encoding failed with (Cancelled when
+  // the run's cancel flag was set). Once only.
+  virtual std::shared_ptr<const AudioContext> collect() = 0;
+};
+
 class BatchScheduler {
  public:
   BatchScheduler(WhisperModel& model, BatchOptions options);
@@ -73,6 +82,13 @@ class BatchScheduler {
   // (may be null) is polled: once set, the call fails with ErrorCode::Cancelled and the
   // run's rows are given back at the next step.
   std::shared_ptr<const AudioContext> encode(const Tensor& mel, int audio_ctx, const std::atomic<bool>* cancel);
+  // Queues `mel` for the encoder as encode() does, without waiting: the run collects the
+  // result when it gets to that window, and meanwhile decodes the one before. One dropped
+  // uncollected counts in BatchStats::windows_ahead_unused.
+  std::unique_ptr<PendingEncode> encode_ahead(const Tensor& mel, int audio_ctx, const std::atomic<bool>* cancel);
+  // Whether windows are encoded on a lane of their own beside the steps (a GPU): only then
+  // does encoding a window ahead overlap anything.
+  bool has_encoder_lane() const;
   // Runs `fn` on the scheduler's thread between two steps (the model is free then).
   void run_exclusive(const std::function<void()>& fn, const std::atomic<bool>* cancel);
   // An Inference for DecodingTask whose rows live in the shared batch.

@@ -48,6 +48,11 @@ void render_batch(std::string& out, const BatchStats& b, Header& header) {
           b.tokens_fed_back);
   counter("hark_encoder_calls_total", "Encoder calls.", b.encoder_calls);
   counter("hark_encoder_windows_total", "Windows encoded (over calls: the mean encoder batch).", b.windows_encoded);
+  counter("hark_encoder_windows_ahead_total",
+          "Windows queued for the encoder while the window before them decoded (runs without timestamps).",
+          b.windows_ahead);
+  counter("hark_encoder_windows_ahead_unused_total", "Of those, windows their run did not use (it ended or moved).",
+          b.windows_ahead_unused);
   gauge("hark_encoder_lane", "1 when windows are encoded on a stream of their own beside the steps (GPU).",
         b.encoder_lane ? 1 : 0);
   auto seconds = [&](const char* name, const char* help, double value) {

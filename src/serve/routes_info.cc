@@ -12,7 +12,7 @@ nlohmann::json batch_json(const BatchStats& b) {
   return {{"max_rows", b.max_rows},           {"rows", b.rows_active},         {"row_capacity", b.row_capacity},
           {"sequences_waiting", b.groups_waiting}, {"windows_waiting", b.windows_waiting}, {"windows_encoding", b.windows_encoding}, {"calls_waiting", b.calls_waiting}, {"steps", b.steps},
           {"rows_stepped", b.rows_stepped},   {"rows_computed", b.rows_computed}, {"prefills", b.prefills},
-          {"prefill_calls", b.prefill_calls}, {"prompts_stepped", b.prompts_stepped}, {"encoder_calls", b.encoder_calls}, {"windows_encoded", b.windows_encoded}, {"tokens_fed_back", b.tokens_fed_back},
+          {"prefill_calls", b.prefill_calls}, {"prompts_stepped", b.prompts_stepped}, {"encoder_calls", b.encoder_calls}, {"windows_encoded", b.windows_encoded}, {"windows_ahead", b.windows_ahead}, {"windows_ahead_unused", b.windows_ahead_unused}, {"tokens_fed_back", b.tokens_fed_back},
           {"encoder_lane", b.encoder_lane},
           {"seconds", {{"step", b.step_seconds}, {"gather", b.gather_seconds}, {"prefill", b.prefill_seconds},
                        {"encode", b.encode_seconds}}}};
@@ -44,6 +44,7 @@ BatchStats Server::Impl::batch_stats() const {
     sum.prefill_calls += b.prefill_calls, sum.prompts_stepped += b.prompts_stepped;
     sum.rows_computed += b.rows_computed;
     sum.encoder_calls += b.encoder_calls, sum.windows_encoded += b.windows_encoded;
+    sum.windows_ahead += b.windows_ahead, sum.windows_ahead_unused += b.windows_ahead_unused;
     sum.tokens_fed_back += b.tokens_fed_back;
     sum.encoder_lane = sum.encoder_lane || b.encoder_lane;
     sum.step_seconds += b.step_seconds, sum.gather_seconds += b.gather_seconds;

@@ -4,6 +4,7 @@
 #include "hark/engine.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 
 #include <mutex>
@@ -150,6 +151,15 @@ class WhisperEngine : public Engine {
       access.inference = [s, cancel](std::shared_ptr<const AudioContext> audio) {
         return s->inference(std::move(audio), cancel);
       };
+      // A run's next window, where its start is known, goes to the encoder while the current
+      // one decodes: only where the encoder has a lane of its own (a GPU), since on the CPU
+      // it would take the cores the steps need. HARK_ENCODE_AHEAD=0 turns it off
+      // (measurements).
+      const char* ahead = std::getenv("HARK_ENCODE_AHEAD");
+      if (s->has_encoder_lane() && !(ahead && std::string(ahead) == "0"))
+        access.encode_ahead = [s, cancel](const Tensor& mel, int audio_ctx) {
+          return s->encode_ahead(mel, audio_ctx, cancel);
+        };
       return access;
     }
     WhisperModel* m = &model;

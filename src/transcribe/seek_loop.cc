@@ -107,16 +107,50 @@ std::optional<int64_t> SeekLoop::next_window(int64_t content_frames) {
   return std::nullopt;
 }
 
-int SeekLoop::segment_size(int64_t content_frames) const {
+int SeekLoop::segment_size(int64_t content_frames) const { return segment_size_at(seek_, content_frames); }
+
+int SeekLoop::segment_size_at(int64_t seek, int64_t content_frames) const {
   const int64_t end = clip_index_ < clips_.size() ? clips_[clip_index_].second : content_frames;
-  return static_cast<int>(std::min<int64_t>({kWindowFrames, content_frames - seek_, end - seek_}));
+  return static_cast<int>(std::min<int64_t>({kWindowFrames, content_frames - seek, end - seek}));
 }
 
+std::optional<int64_t> SeekLoop::seek_after(int segment_size, int64_t content_frames) const {
+  if (!ctx_.access.encode_ahead || !options_.without_timestamps || options_.word_timestamps ||
+      options_.hallucination_silence_threshold || clip_index_ >= clips_.size())
+    return std::nullopt;
+  const int64_t next = seek_ + segment_size;
+  const int64_t end = std::min(clips_[clip_index_].second, content_frames);
+  if (next >= end) return std::nullopt;
+  return next;
+}
+
+std::unique_ptr<PendingEncode> SeekLoop::queue_ahead(const Tensor& mel) const {
+  return ctx_.access.encode_ahead(mel, options_.audio_ctx);
+}
+
+void SeekLoop::expect(Tensor mel, std::unique_ptr<PendingEncode> pending) {
+  ahead_mel_ = std::move(mel);
+  ahead_ = std::move(pending);
+}
+
+namespace {
+
+bool same_mel(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
 std::shared_ptr<const AudioContext> SeekLoop::encode(const Tensor& mel) {
-  if (encoded_ && encoded_mel_.shape() == mel.shape() &&
-      std::memcmp(encoded_mel_.raw(), mel.raw(), mel.nbytes()) == 0)
-    return std::exchange(encoded_, nullptr);
+  if (encoded_ && same_mel(encoded_mel_, mel)) return std::exchange(encoded_, nullptr);
   const auto t0 = std::chrono::steady_clock::now();
+  // A window queued ahead that is not this one (the seek moved otherwise) is dropped here;
+  // the scheduler counts it as unused.
+  if (std::unique_ptr<PendingEncode> ahead = std::exchange(ahead_, nullptr); ahead && same_mel(ahead_mel_, mel)) {
+    std::shared_ptr<const AudioContext> audio = ahead->collect();
+    encode_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return audio;
+  }
   std::shared_ptr<const AudioContext> audio;
   if (ctx_.access.encode) {
     audio = ctx_.access.encode(mel, options_.audio_ctx);

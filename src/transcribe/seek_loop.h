@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "align/word_timing.h"
+#include "batch/batch_scheduler.h"
 #include "decode/decoding_task.h"
 #include "hark/options.h"
 #include "hark/result.h"
@@ -30,6 +31,9 @@ struct ModelAccess {
   std::function<std::shared_ptr<const AudioContext>(const Tensor& mel, int audio_ctx)> encode;
   std::function<std::unique_ptr<Inference>(std::shared_ptr<const AudioContext>)> inference;
   std::function<void(const std::function<void()>&)> exclusive;  // other model calls (word timing)
+  // Queues a window for the encoder without waiting (BatchScheduler::encode_ahead); set
+  // only where that overlaps the decoding of the window before (an encoder lane).
+  std::function<std::unique_ptr<PendingEncode>(const Tensor& mel, int audio_ctx)> encode_ahead;
 };
 
 // Everything the loop needs from the model side.
@@ -68,8 +72,25 @@ class SeekLoop {
   void detect_language(const Tensor& first_window_mel);
 
   // Decodes the window at the current seek point. `mel` is [n_mels, 3000] whose frames
-  // past `segment_size` are zero. Returns the segments it made final.
-  std::vector<Segment> run_window(const Tensor& mel, int segment_size, int64_t content_frames);
+  // past `segment_size` are zero. Returns the segments it made final. `after_encode`, when
+  // given, runs once the window's encoder output is there, before it is decoded.
+  std::vector<Segment> run_window(const Tensor& mel, int segment_size, int64_t content_frames,
+                                  const std::function<void()>& after_encode = {});
+
+  // Where the window after one of `segment_size` frames at the current seek will start,
+  // when that is known before this one is decoded: without timestamps every window moves
+  // the seek by its size (a no-speech skip too), unless word timings or the hallucination
+  // rule move it by what was said. nullopt otherwise, when no encoder takes windows ahead
+  // (ModelAccess::encode_ahead), or when that start is not inside the current clip of
+  // `content_frames` (kUnknownLength: not known yet).
+  std::optional<int64_t> seek_after(int segment_size, int64_t content_frames) const;
+  // segment_size() for a window at `seek` in the current clip.
+  int segment_size_at(int64_t seek, int64_t content_frames) const;
+  // Queues the window `mel` for the encoder now (from any thread: it touches nothing of the
+  // loop's); expect() hands the result to the loop, whose encode() then takes it for an
+  // equal mel instead of encoding again.
+  std::unique_ptr<PendingEncode> queue_ahead(const Tensor& mel) const;
+  void expect(Tensor mel, std::unique_ptr<PendingEncode> pending);
 
   int64_t seek() const { return seek_; }
   const std::string& language() const { return language_; }
@@ -122,6 +143,8 @@ class SeekLoop {
   int64_t sampled_tokens_ = 0;
   Tensor encoded_mel_;
   std::shared_ptr<const AudioContext> encoded_;
+  Tensor ahead_mel_;  // the window encode_ahead() queued, and its pending result
+  std::unique_ptr<PendingEncode> ahead_;
 };
 
 }  // namespace hark

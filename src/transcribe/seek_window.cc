@@ -23,11 +23,13 @@ const Segment* first_with_words(std::span<const Segment> segments) {
 
 }  // namespace
 
-std::vector<Segment> SeekLoop::run_window(const Tensor& mel, int segment_size, int64_t content_frames) {
+std::vector<Segment> SeekLoop::run_window(const Tensor& mel, int segment_size, int64_t content_frames,
+                                          const std::function<void()>& after_encode) {
   if (segment_size <= 0) throw Error(ErrorCode::Internal, "[transcribe] empty window");
   const double time_offset = seek_ * kSecondsPerFrame;
   const double window_end_time = (seek_ + 3000) * kSecondsPerFrame;
   auto audio = encode(mel);
+  if (after_encode) after_encode();
   DecodingResult result = decode_with_fallback(audio);
   ++window_index_;
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <future>
 #include <string>
 
 #include "audio/mel.h"
@@ -37,6 +38,7 @@ double elapsed_ms(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 void SeekStreamingRun::use_clip_maximum(std::span<const float> clip) {
+  if (samples_.empty()) clip_samples_ = static_cast<int64_t>(clip.size());
   const auto t0 = std::chrono::steady_clock::now();
   mel_.use_clip_maximum(clip);
   mel_ms_ += elapsed_ms(t0);
@@ -55,6 +57,27 @@ void SeekStreamingRun::feed(std::span<const float> samples) {
   process(false);
 }
 
+std::optional<std::pair<int64_t, int>> SeekStreamingRun::next_window_known(int size, bool final,
+                                                                          int64_t content) const {
+  const int64_t n = static_cast<int64_t>(samples_.size());
+  if (final) {
+    const std::optional<int64_t> next = loop_.seek_after(size, content);
+    if (!next) return std::nullopt;
+    return std::make_pair(*next, loop_.segment_size_at(*next, content));
+  }
+  const std::optional<int64_t> next = loop_.seek_after(size, kUnknownLength);
+  if (!next) return std::nullopt;
+  // This feed's loop gets to it (a whole window of audio and the look-ahead are there)...
+  if (n >= (*next + kWindowFrames) * kHopLength + lookahead_samples_)
+    return std::make_pair(*next, loop_.segment_size_at(*next, kUnknownLength));
+  // ...or finish() does, when this feed was the whole clip: the audio ends where it ends now.
+  if (clip_samples_ == n) {
+    const int64_t last = mel_content_frames(n);
+    if (loop_.seek_after(size, last)) return std::make_pair(*next, loop_.segment_size_at(*next, last));
+  }
+  return std::nullopt;
+}
+
 void SeekStreamingRun::process(bool final) {
   const int64_t n = static_cast<int64_t>(samples_.size());
   const int64_t content = final ? mel_content_frames(n) : kUnknownLength;
@@ -66,9 +89,51 @@ void SeekStreamingRun::process(bool final) {
       loop_.detect_language(timed_window(0));
     }
     const int size = loop_.segment_size(content);
-    Tensor mel = timed_window(*seek);
-    zero_tail(mel, size);
-    std::vector<Segment> made = loop_.run_window(mel, size, content);
+    Tensor mel;
+    if (*seek == ahead_seek_ && size == ahead_size_) {
+      mel = std::move(ahead_mel_);  // computed while the window before decoded
+    } else {
+      mel = timed_window(*seek);
+      zero_tail(mel, size);
+    }
+    ahead_seek_ = -1;
+    // Where the next window's start is known, its mel is computed and its encoder call
+    // queued as soon as this window's encoder output is there, on a thread of its own: the
+    // encoder then works on it while this window decodes, and the next window does not
+    // wait for the encoder again (SeekLoop::seek_after; only with an encoder lane).
+    struct Ahead {
+      Tensor mel;
+      std::unique_ptr<PendingEncode> pending;
+      double mel_ms = 0;
+    };
+    std::future<Ahead> ahead;
+    std::optional<std::pair<int64_t, int>> next = next_window_known(size, final, content);
+    auto queue_next = [&] {
+      ahead = std::async(std::launch::async, [this, at = next->first, next_size = next->second] {
+        Ahead a;
+        const auto t0 = std::chrono::steady_clock::now();
+        a.mel = mel_.window(samples_, at);
+        zero_tail(a.mel, next_size);
+        a.mel_ms = elapsed_ms(t0);
+        a.pending = loop_.queue_ahead(a.mel);
+        return a;
+      });
+    };
+    std::vector<Segment> made = next ? loop_.run_window(mel, size, content, queue_next)
+                                     : loop_.run_window(mel, size, content);
+    if (ahead.valid()) {
+      try {
+        Ahead a = ahead.get();
+        mel_ms_ += a.mel_ms;
+        ahead_seek_ = next->first;
+        ahead_size_ = next->second;
+        ahead_mel_ = a.mel;
+        loop_.expect(std::move(a.mel), std::move(a.pending));
+      } catch (const Error&) {
+        // The next window's STFT or queueing failed (a cancel, the scheduler stopping): it
+        // is computed again in its turn, which reports what is still wrong.
+      }
+    }
     if (hooks_.on_segment)
       for (const Segment& s : made) hooks_.on_segment(s);
     if (hooks_.on_progress) {

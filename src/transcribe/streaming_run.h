@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "hark/engine.h"
@@ -28,6 +30,10 @@ class SeekStreamingRun : public StreamingRun {
 
  private:
   void process(bool final);
+  // The window after one of `size` frames at the current seek, when the loop knows where it
+  // starts (SeekLoop::seek_after) and its audio and length are known now: its start and
+  // length, else nullopt.
+  std::optional<std::pair<int64_t, int>> next_window_known(int size, bool final, int64_t content) const;
 
   SeekLoop loop_;
   WindowMel mel_;
@@ -38,6 +44,12 @@ class SeekStreamingRun : public StreamingRun {
   bool finished_ = false;
   double expected_seconds_ = 0;
   double mel_ms_ = 0;  // STFTs so far (Transcript::timings)
+  int64_t clip_samples_ = -1;  // the whole clip's length, when use_clip_maximum() saw it
+  // The next window's mel, computed while the current one decoded (its encoder output was
+  // queued then too): reused when the loop gets to that seek with that length.
+  int64_t ahead_seek_ = -1;
+  int ahead_size_ = 0;
+  Tensor ahead_mel_;
   Tensor timed_window(int64_t seek);
 };
 

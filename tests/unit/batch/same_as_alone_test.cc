@@ -139,6 +139,51 @@ TEST(SameAsAlone, WindowsEncodedOnTheLaneMatchTheOneAtATimeEngine) {
   EXPECT_FALSE(plain->batch_stats().encoder_lane) << "the CPU encodes between steps unless asked";
 }
 
+// Windows encoded ahead (the lane forced on the CPU): a run without timestamps knows where
+// its next window starts, so that window's mel and encoder call go out while the current
+// one decodes. Whole clips of two and three windows (the last one short, the temperature
+// fallback on one) and a stream fed in large chunks give what each gives alone; every
+// window queued ahead is the one its run then needs. Word timings and timestamps move the
+// seek by what was said: nothing is queued ahead for them.
+TEST(SameAsAlone, WindowsEncodedAheadMatchTheOneAtATimeEngine) {
+  auto greedy_text = [](TranscribeOptions o) {
+    o.language = "en";
+    o.temperatures = {0.0f};
+    o.without_timestamps = true;
+    return o;
+  };
+  std::vector<Request> requests;
+  requests.push_back({"three-windows", 75, 11, greedy_text(base_options())});  // two ahead: 30 s, then the last 15 s
+  Request fallback{"two-windows-fallback", 45, 12, base_options()};  // one ahead
+  fallback.options.without_timestamps = true;
+  fallback.options.language = "de";
+  fallback.options.temperatures = {0.0f, 0.5f};
+  fallback.options.compression_ratio_threshold = 0.5f;  // every window falls back: the seek still moves by its size
+  requests.push_back(fallback);
+  requests.push_back({"stream-65-s-chunks", 75, 13, greedy_text(base_options()), 65.0});  // one ahead, in the first feed
+  Request words{"words", 45, 14, greedy_text(base_options())};
+  words.options.word_timestamps = true;  // none
+  requests.push_back(words);
+  Request timestamps{"timestamps", 45, 15, base_options()};  // none
+  timestamps.options.language = "en";
+  requests.push_back(timestamps);
+
+  auto reference = narrow_engine(1);
+  auto batching = narrow_engine(8, 2, 448, /*select=*/false, EncoderLane::On);
+  expect_together_as_alone(*reference, *batching, requests);
+  BatchStats stats = batching->batch_stats();
+  EXPECT_EQ(stats.windows_ahead, 4u);
+  EXPECT_EQ(stats.windows_ahead_unused, 0u);
+  EXPECT_EQ(reference->batch_stats().windows_ahead, 0u) << "one run at a time: the encoder has no lane";
+
+  // HARK_ENCODE_AHEAD=0 (measurements) turns it off.
+  ::setenv("HARK_ENCODE_AHEAD", "0", 1);
+  Transcript off = run(*batching, requests[0]);
+  ::unsetenv("HARK_ENCODE_AHEAD");
+  expect_identical(off, run(*reference, requests[0]), "three-windows, nothing ahead");
+  EXPECT_EQ(batching->batch_stats().windows_ahead, 4u);
+}
+
 // The GPU fast path's way of decoding, run on the CPU (BackendOptions::select_next_to_logits):
 // tokens chosen next to the logits, greedy runs advanced by the scheduler itself without
 // waking their threads between steps, beams and sampling as before. Concurrent requests
