@@ -105,6 +105,10 @@ fed = f"fed={int(float(m.get('hark_batch_tokens_fed_back_total', 0)))}" if steps
 # Windows per encoder call (the encoder's batch).
 calls = float(m.get("hark_encoder_calls_total", 0))
 enc = f"enc={float(m.get('hark_encoder_windows_total', 0)) / calls:.1f}/call" if steps and calls else ""
+# Windows queued ahead while the window before decoded (runs without timestamps), and unused.
+ahead_n = int(float(m.get("hark_encoder_windows_ahead_total", 0)))
+if ahead_n:
+    enc += f" ahead={ahead_n}/{int(float(m.get('hark_encoder_windows_ahead_unused_total', 0)))}"
 # Open loop: the audio seconds per second offered, and requests sent late (every client busy).
 offered = ""
 if "open_loop" in r:

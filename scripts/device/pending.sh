@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # What the open GPU issues still owe, in one device call (168 s on an H100 on 2026-12-07,
 # all three parts, part 3 then with 512 requests; 2 048 took 31 s alone; docs/benchmarks.md,
-# "Speech-length windows in the closed loop"; what is left is part 1 on an H200: PARTS=offline),
+# "Speech-length windows in the closed loop"; what is left is part 1 on an H200: PARTS=offline,
+# and part 3 there too),
 # so that a session that gets a machine spends it on one command:
 #   1. issue 14's archive job (4 096 × 30 s, large-v3-turbo shape f16, `--parallel 256`),
 #      twice (offline-ab.sh): the H200 figure against the ≥ 5 000 audio s/s target;
 #   2. the bundled model's GPU tests (run-all.sh toy), which confirm the toy fast-path
 #      guard that counts the greedy runs (tests/unit/gpu/toy_fast_path_test.cc);
-#   3. a closed loop of 64 clients sending 10–60 s clips (2 048 requests: 512 lasted 6 s on an
-#      H100 and read a p99 of 1.66 s against 2 048's 1.41 s) with `sample_len=100` and
-#      `without_timestamps=true` (run-all.sh batching-bench, the batching server alone):
-#      every window moves on 30 s, as speech's windows nearly do, where random weights with
-#      timestamps move them ~18 s (docs/benchmarks.md, "What the closed loop can reach").
+#   3. a closed loop of 64 clients sending 10–60 s clips (2 048 requests, after a warm-up of one
+#      request a client in the same stream: the steady state, docs/benchmarks.md "The closed
+#      loop in steady state") with `sample_len=100` and `without_timestamps=true`
+#      (run-all.sh batching-bench, the batching server alone): every window moves on 30 s,
+#      as speech's windows nearly do, where random weights with timestamps move them ~18 s.
 # Carry as for the toy call (the tree slimmed, the model compressed):
 #   BUNDLE_BINS="hark_test_gpu hark" bash scripts/device/bundle.sh
 #   MODEL_XZ=1 bash scripts/device/slim-tree.sh toy
