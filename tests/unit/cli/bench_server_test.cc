@@ -155,6 +155,13 @@ TEST_F(BenchServer, ClosedLoopMeasuresASteadyStreamWithNoBurstAndNoThinEnd) {
   EXPECT_GE(r["latency_ms"]["min"].get<double>(), 75.0);
   // Six requests of ~100 ms with two in flight: ~300 ms from the first send to the last answer.
   EXPECT_GE(r["wall_seconds"].get<double>(), 0.25);
+  // The throughput counts every answer within that span (the warm-up's second answer lands
+  // in it), and no more than a server of 50 ms a request gives: one at the span's start
+  // plus one every 50 ms.
+  const int in_span = r["answered_in_span"].get<int>();
+  EXPECT_GE(in_span, 7);
+  EXPECT_LE(in_span, 1 + static_cast<int>(r["wall_seconds"].get<double>() / 0.05));
+  EXPECT_DOUBLE_EQ(r["requests_per_second"].get<double>(), in_span / r["wall_seconds"].get<double>());
 }
 
 TEST_F(BenchServer, ClosedLoopHasNoOpenLoopReport) {
