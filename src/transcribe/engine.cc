@@ -151,12 +151,12 @@ class WhisperEngine : public Engine {
       access.inference = [s, cancel](std::shared_ptr<const AudioContext> audio) {
         return s->inference(std::move(audio), cancel);
       };
-      // A run's next window, where its start is known, goes to the encoder while the current
-      // one decodes: only where the encoder has a lane of its own (a GPU), since on the CPU
-      // it would take the cores the steps need. HARK_ENCODE_AHEAD=0 turns it off
-      // (measurements).
+      // HARK_ENCODE_AHEAD=1: a run's next window, where its start is known, goes to the
+      // encoder while the current one decodes; only where the encoder has a lane of its own
+      // (a GPU), since on the CPU it would take the cores the steps need. Opt-in until it
+      // has been measured on a GPU (docs/batching.md, "The next window, encoded ahead").
       const char* ahead = std::getenv("HARK_ENCODE_AHEAD");
-      if (s->has_encoder_lane() && !(ahead && std::string(ahead) == "0"))
+      if (s->has_encoder_lane() && ahead && std::string(ahead) == "1")
         access.encode_ahead = [s, cancel](const Tensor& mel, int audio_ctx) {
           return s->encode_ahead(mel, audio_ctx, cancel);
         };

@@ -170,16 +170,17 @@ TEST(SameAsAlone, WindowsEncodedAheadMatchTheOneAtATimeEngine) {
 
   auto reference = narrow_engine(1);
   auto batching = narrow_engine(8, 2, 448, /*select=*/false, EncoderLane::On);
+  // Opt-in (HARK_ENCODE_AHEAD=1) until measured on a GPU; read when a run starts.
+  ::setenv("HARK_ENCODE_AHEAD", "1", 1);
   expect_together_as_alone(*reference, *batching, requests);
   BatchStats stats = batching->batch_stats();
   EXPECT_EQ(stats.windows_ahead, 4u);
   EXPECT_EQ(stats.windows_ahead_unused, 0u);
   EXPECT_EQ(reference->batch_stats().windows_ahead, 0u) << "one run at a time: the encoder has no lane";
 
-  // HARK_ENCODE_AHEAD=0 (measurements) turns it off.
-  ::setenv("HARK_ENCODE_AHEAD", "0", 1);
-  Transcript off = run(*batching, requests[0]);
+  // Without the switch nothing is queued ahead.
   ::unsetenv("HARK_ENCODE_AHEAD");
+  Transcript off = run(*batching, requests[0]);
   expect_identical(off, run(*reference, requests[0]), "three-windows, nothing ahead");
   EXPECT_EQ(batching->batch_stats().windows_ahead, 4u);
 }
