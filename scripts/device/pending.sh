@@ -12,7 +12,11 @@
 #      request a client in the same stream: the steady state, docs/benchmarks.md "The closed
 #      loop in steady state") with `sample_len=100` and `without_timestamps=true`
 #      (run-all.sh batching-bench, the batching server alone): every window moves on 30 s,
-#      as speech's windows nearly do, where random weights with timestamps move them ~18 s.
+#      as speech's windows nearly do, where random weights with timestamps move them ~18 s;
+#   4. ("ahead") the same closed loop with and without HARK_ENCODE_AHEAD=1, alternated, twice
+#      (server-ab.sh): whether queueing a run's next window while the current one decodes
+#      shortens the two-window clips' tail (docs/batching.md, "The next window, encoded
+#      ahead"); its default rounds are part 3 again.
 # Carry as for the toy call (the tree slimmed, the model compressed):
 #   BUNDLE_BINS="hark_test_gpu hark" bash scripts/device/bundle.sh
 #   MODEL_XZ=1 bash scripts/device/slim-tree.sh toy
@@ -20,7 +24,8 @@
 #     carry [".device-carry/bundle.tar.xz", ".device-carry/model.safetensors.xz"]
 #   bash scripts/device/slim-tree.sh off
 # Each part's results go under $OUT (offline-ab.md, toy/, closed/) and its headline lines
-# to stdout. PARTS (default "offline toy closed") picks the parts.
+# to stdout. PARTS (default "offline ahead": part 2 passed on 2026-12-07, part 4 holds part 3)
+# picks the parts.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/hark-device-out}
@@ -28,7 +33,7 @@ mkdir -p "$OUT"
 # The toy carry leaves jfk.wav out; the clips of the server and archive loads are cut from
 # one of the bundled model's clips instead (random weights: the audio only sets lengths).
 export SOURCE_CLIP=${SOURCE_CLIP:-tests/data/toy-eval/en-multi-07.wav}
-for part in ${PARTS:-offline toy closed}; do
+for part in ${PARTS:-offline ahead}; do
   case $part in
     offline)
       OUT=$OUT OFFLINE_VARIANTS=default ROUNDS=${ROUNDS:-2} bash scripts/device/offline-ab.sh >/dev/null 2>&1
@@ -45,6 +50,12 @@ for part in ${PARTS:-offline toy closed}; do
       echo "closed loop without timestamps: exit $?"
       grep -E "synthetic:" "$OUT/closed/results.md"
       ;;
-    *) echo "pending.sh: unknown part $part (offline, toy, closed)"; exit 2 ;;
+    ahead)
+      OUT=$OUT/ahead SERVER_VARIANTS="default HARK_ENCODE_AHEAD=1" ROUNDS=2 BATCH_REQUESTS=2048 \
+        EXTRA_FIELDS="sample_len=100 without_timestamps=true" bash scripts/device/server-ab.sh >"$OUT/ahead.log" 2>&1
+      echo "closed loop, the next window encoded ahead or not: exit $?"
+      grep -E "^###|synthetic:|all:| s: n |ahead" "$OUT/ahead/server-ab.md"
+      ;;
+    *) echo "pending.sh: unknown part $part (offline, toy, closed, ahead)"; exit 2 ;;
   esac
 done

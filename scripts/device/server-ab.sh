@@ -28,8 +28,9 @@ for round in $(seq 1 "${ROUNDS:-1}"); do
     cat "$run_out/results.md" >>"$all"
     # Latency by clip length (hark bench --server's latency_ms_by_clip) and the windows
     # encoded ahead, from the run's JSON and /metrics.
-    mkdir -p "$run_out/x" && tar xzf "$run_out/results.tar.gz" -C "$run_out/x" 2>/dev/null
-    for json in $(find "$run_out/x" -name '*batching-1.json'); do
+    mkdir -p "$run_out/x" "$OUT/runs" && tar xzf "$run_out/results.tar.gz" -C "$run_out/x" 2>/dev/null
+    cp "$run_out/results.tar.gz" "$OUT/runs/${variant//[^A-Za-z0-9_.-]/_}-$round.tar.gz" 2>/dev/null
+    find "$run_out/x" -name '*batching-1.json' | while read -r json; do
       python3 - "$json" "${json%.json}.metrics" <<'PY' | tee -a "$all"
 import json, re, sys
 d = json.load(open(sys.argv[1]))
