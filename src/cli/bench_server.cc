@@ -205,10 +205,10 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
   // Its throughput comes from the measured requests alone, by Little's law: a client is never
   // idle, so N clients spend the sum of the measured latencies over N of wall time on them,
   // whatever else the server serves meanwhile. Dividing their audio by the timed span
-  // instead leaves out the unmeasured work the span holds at both ends (~12 % of a run of
+  // instead leaves out the unmeasured work the span holds at both ends (9–13 % of a run of
   // 64 requests from 8 clients); counting every answer within the span (`span_rtfx`, a
-  // check) counts the warm-up's requests whole, and those started together with the first
-  // measured ones and are mostly done when the span begins.
+  // check) counts the warm-up's requests whole, though they all started at once and are
+  // partly done when the span begins.
   std::vector<Outcome> outcomes;
   Clock::time_point started{}, finished{};
   int unmeasured_after = 0;
