@@ -127,6 +127,8 @@ struct BatchScheduler::Impl {
   int lane_windows = 0;               // windows in the lane's current encoder call
 
   // batch_scheduler.cc
+  // Queues a window for the encoder and wakes whoever encodes (the mutex held).
+  std::shared_ptr<EncodeRequest> queue_encode(const Tensor& mel, int audio_ctx, const std::atomic<bool>* cancel);
   void loop();
   bool actionable() const;
   void fail_everything(std::unique_lock<std::mutex>& lock);

@@ -83,20 +83,26 @@ BatchStats BatchScheduler::stats() const {
   return s;
 }
 
-std::shared_ptr<const AudioContext> BatchScheduler::encode(const Tensor& mel, int audio_ctx,
-                                                           const std::atomic<bool>* cancel) {
-  if (is_set(cancel)) std::rethrow_exception(cancelled());
+std::shared_ptr<EncodeRequest> BatchScheduler::Impl::queue_encode(const Tensor& mel, int audio_ctx,
+                                                                  const std::atomic<bool>* cancel) {
+  if (stopping) std::rethrow_exception(unavailable());
   auto r = std::make_shared<EncodeRequest>();
   r->mel = mel;
   r->audio_ctx = audio_ctx;
   r->cancel = cancel;
-  std::unique_lock lock(impl_->mutex);
-  if (impl_->stopping) std::rethrow_exception(unavailable());
-  impl_->encodes.push_back(r);
-  if (impl_->lane_model)
-    impl_->lane_work.notify_one();
+  encodes.push_back(r);
+  if (lane_model)
+    lane_work.notify_one();
   else
-    impl_->work.notify_one();
+    work.notify_one();
+  return r;
+}
+
+std::shared_ptr<const AudioContext> BatchScheduler::encode(const Tensor& mel, int audio_ctx,
+                                                           const std::atomic<bool>* cancel) {
+  if (is_set(cancel)) std::rethrow_exception(cancelled());
+  std::unique_lock lock(impl_->mutex);
+  auto r = impl_->queue_encode(mel, audio_ctx, cancel);
   wait_done(*r, lock);
   return r->result;
 }
@@ -131,18 +137,9 @@ class QueuedEncode final : public PendingEncode {
 std::unique_ptr<PendingEncode> BatchScheduler::encode_ahead(const Tensor& mel, int audio_ctx,
                                                             const std::atomic<bool>* cancel) {
   if (is_set(cancel)) std::rethrow_exception(cancelled());
-  auto r = std::make_shared<EncodeRequest>();
-  r->mel = mel;
-  r->audio_ctx = audio_ctx;
-  r->cancel = cancel;
   std::lock_guard lock(impl_->mutex);
-  if (impl_->stopping) std::rethrow_exception(unavailable());
-  impl_->encodes.push_back(r);
+  auto r = impl_->queue_encode(mel, audio_ctx, cancel);
   ++impl_->stats.windows_ahead;
-  if (impl_->lane_model)
-    impl_->lane_work.notify_one();
-  else
-    impl_->work.notify_one();
   return std::make_unique<QueuedEncode>(*impl_, std::move(r));
 }
 
