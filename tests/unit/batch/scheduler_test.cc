@@ -78,6 +78,65 @@ TEST(BatchScheduler, CancelledRunGivesItsRowsBackAndOthersFinishUnchanged) {
   EXPECT_TRUE(eventually([&] { return engine->batch_stats().rows_active == 0; }));
 }
 
+// A run that queued its next window ahead (HARK_ENCODE_AHEAD=1, the lane forced on the CPU)
+// and is cancelled leaves nothing behind: it ends Cancelled, the window it will not use is
+// counted unused, its rows come back, and a request after it decodes what it decodes alone.
+TEST(BatchScheduler, CancelledRunWithAWindowEncodedAheadLeavesNothingBehind) {
+  TranscribeOptions text = quick(40);
+  text.without_timestamps = true;
+  const std::vector<float> short_audio = voice_like(40, 3);
+  const Transcript alone = narrow_engine(1)->transcribe(short_audio, text);
+  ::setenv("HARK_ENCODE_AHEAD", "1", 1);
+  auto engine = narrow_engine(4, 2, 448, /*select=*/false, EncoderLane::On);
+  std::atomic<bool> cancel{false};
+  std::string long_error;
+  std::thread long_run([&] {
+    RunHooks hooks;
+    hooks.cancel = &cancel;
+    try {
+      engine->transcribe(voice_like(600, 9), text, hooks);
+    } catch (const Error& e) {
+      long_error = to_string(e.code());
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return engine->batch_stats().windows_ahead >= 2; }));
+  cancel = true;
+  long_run.join();
+  EXPECT_EQ(long_error, to_string(ErrorCode::Cancelled));
+  EXPECT_TRUE(eventually([&] { return engine->batch_stats().windows_ahead_unused >= 1; }));
+  const Transcript after = engine->transcribe(short_audio, text);
+  ::unsetenv("HARK_ENCODE_AHEAD");
+  expect_identical(after, alone, "a request after the cancelled one");
+  EXPECT_TRUE(eventually([&] {
+    const BatchStats b = engine->batch_stats();
+    return b.rows_active == 0 && b.windows_waiting == 0;
+  }));
+}
+
+// The scheduler's side of encoding ahead: a queued window is collected once, a dropped one
+// is counted unused, and a cancelled run cannot queue one.
+TEST(BatchScheduler, WindowsEncodedAheadAreCollectedOnceOrCountedUnused) {
+  BackendOptions bo;
+  bo.threads = 2;
+  WhisperModel model(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
+  BatchScheduler scheduler(model, {4});
+  Tensor mel = Tensor::zeros({model.hparams().n_mels, 3000});
+  auto pending = scheduler.encode_ahead(mel, 0, nullptr);
+  auto audio = pending->collect();
+  ASSERT_TRUE(audio);
+  EXPECT_EQ(audio->cross_kv.to_vector(), scheduler.encode(mel, 0, nullptr)->cross_kv.to_vector());
+  EXPECT_THROW(pending->collect(), Error);  // once only
+  pending.reset();
+  EXPECT_EQ(scheduler.stats().windows_ahead, 1u);
+  EXPECT_EQ(scheduler.stats().windows_ahead_unused, 0u);
+  scheduler.encode_ahead(mel, 0, nullptr).reset();  // never collected
+  EXPECT_EQ(scheduler.stats().windows_ahead, 2u);
+  EXPECT_EQ(scheduler.stats().windows_ahead_unused, 1u);
+  std::atomic<bool> cancel{true};
+  EXPECT_THROW(scheduler.encode_ahead(mel, 0, &cancel), Error);
+  EXPECT_EQ(scheduler.stats().windows_ahead, 2u);
+}
+
 TEST(BatchScheduler, GroupLargerThanTheBudgetAndExclusiveRunsFinishAsAlone) {
   TranscribeOptions beams = quick();
   beams.beam_size = 4;  // four rows with a budget of two: runs alone
