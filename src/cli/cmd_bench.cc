@@ -362,13 +362,19 @@ void run_bench(const BenchArgs& args) {
 
 void print_server_report(const nlohmann::json& r) {
   const auto& l = r["latency_ms"];
-  std::printf("%d requests (%d failed) from %d clients in %.1f s: %.1f s of audio -> %.1f audio s per s (RTFx), "
+  const bool closed = !r.contains("open_loop");
+  std::printf("%d requests (%d failed) from %d clients over %.1f s: %.1f s of audio -> %.1f audio s per s (RTFx%s), "
               "%.2f requests/s\n",
               r["requests"].get<int>(), r["errors"].get<int>(), r["concurrency"].get<int>(),
               r["wall_seconds"].get<double>(), r["audio_seconds"].get<double>(), r["rtfx"].get<double>(),
-              r["requests_per_second"].get<double>());
-  std::printf("latency ms: p50 %.0f  p95 %.0f  p99 %.0f  max %.0f  mean %.0f\n", l["p50"].get<double>(),
-              l["p95"].get<double>(), l["p99"].get<double>(), l["max"].get<double>(), l["mean"].get<double>());
+              closed ? ", by Little's law" : "", r["requests_per_second"].get<double>());
+  if (closed && r.contains("span_rtfx"))
+    std::printf("closed loop: %d warm-up requests before, %d after (not counted); check: %.1f audio s per s answered "
+                "within the span\n",
+                r["warmup"].get<int>(), r["unmeasured_after"].get<int>(), r["span_rtfx"].get<double>());
+  std::printf("latency ms: min %.0f  p50 %.0f  p95 %.0f  p99 %.0f  max %.0f  mean %.0f\n", l["min"].get<double>(),
+              l["p50"].get<double>(), l["p95"].get<double>(), l["p99"].get<double>(), l["max"].get<double>(),
+              l["mean"].get<double>());
   if (r.contains("latency_ms_by_clip") && r["latency_ms_by_clip"].size() > 1)
     for (const auto& c : r["latency_ms_by_clip"])
       std::printf("  %-24s %6.1f s audio, %4d requests: p50 %.0f  p99 %.0f  max %.0f ms\n",
