@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -186,11 +187,20 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
   if (!health || health->status != 200)
     throw Error(ErrorCode::Unavailable, "[bench] no healthy server at " + args.url + " (GET /health failed)");
 
-  auto configure = [&](httplib::Client& client) {
-    client.set_read_timeout(static_cast<time_t>(args.timeout_sec), 0);
-    client.set_write_timeout(static_cast<time_t>(args.timeout_sec), 0);
-    if (!args.api_key.empty()) client.set_bearer_token_auth(args.api_key.c_str());
+  // `concurrency` client threads, each with a connection of its own, running `body` to its end.
+  auto run_clients = [&](const std::function<void(httplib::Client&)>& body) {
+    std::vector<std::thread> clients;
+    for (int c = 0; c < args.concurrency; ++c)
+      clients.emplace_back([&] {
+        httplib::Client client(args.url);
+        client.set_read_timeout(static_cast<time_t>(args.timeout_sec), 0);
+        client.set_write_timeout(static_cast<time_t>(args.timeout_sec), 0);
+        if (!args.api_key.empty()) client.set_bearer_token_auth(args.api_key.c_str());
+        body(client);
+      });
+    for (auto& t : clients) t.join();
   };
+  std::mutex mutex;  // guards what the clients record
 
   // The open loop: a closed warm-up first (it loads the model), then `total` requests, request i
   // sent at `arrivals[i]` seconds from the start, or as soon as a client is free after it.
@@ -220,30 +230,26 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
   GpuMemoryWatch gpu;
   if (args.rate > 0) {
     const std::vector<double> arrivals = poisson_arrivals(total, args.rate, args.seed);
+    // `count` requests; with `open`, request i sent at arrivals[i] from the start, or as soon
+    // as a client is free after it.
     auto run = [&](int count, bool open, std::vector<Outcome>* record) {
       std::atomic<int> next{0};
-      std::mutex mutex;
-      std::vector<std::thread> clients;
       const auto begin = Clock::now();
-      for (int c = 0; c < args.concurrency; ++c)
-        clients.emplace_back([&] {
-          httplib::Client client(args.url);
-          configure(client);
-          for (int i = next++; i < count; i = next++) {
-            auto due = Clock::now();
-            if (open) {
-              due = begin + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(arrivals[static_cast<size_t>(i)]));
-              std::this_thread::sleep_until(due);
-            }
-            const size_t clip = static_cast<size_t>(i) % clips.size();
-            Outcome o = send_one(client, clips[clip], args, due);
-            o.clip = clip;
-            std::lock_guard lock(mutex);
-            if (record) record->push_back(std::move(o));
+      run_clients([&](httplib::Client& client) {
+        for (int i = next++; i < count; i = next++) {
+          auto due = Clock::now();
+          if (open) {
+            due = begin + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(arrivals[static_cast<size_t>(i)]));
+            std::this_thread::sleep_until(due);
           }
-        });
-      for (auto& t : clients) t.join();
+          const size_t clip = static_cast<size_t>(i) % clips.size();
+          Outcome o = send_one(client, clips[clip], args, due);
+          o.clip = clip;
+          std::lock_guard lock(mutex);
+          if (record) record->push_back(std::move(o));
+        }
+      });
       return begin;
     };
     run(args.warmup, false, nullptr);
@@ -252,34 +258,27 @@ nlohmann::json run_server_bench(const ServerBenchArgs& args) {
   } else {
     std::atomic<int> next{0};
     std::atomic<int> answered{0};  // measured requests answered so far
-    std::mutex mutex;
-    std::vector<std::thread> clients;
-    for (int c = 0; c < args.concurrency; ++c)
-      clients.emplace_back([&] {
-        httplib::Client client(args.url);
-        configure(client);
-        while (answered < total) {
-          const int i = next++;
-          const bool measured = i >= args.warmup && i < args.warmup + total;
-          if (i >= args.warmup + total && answered >= total) break;
-          const size_t clip = static_cast<size_t>(i) % clips.size();
-          const auto sent = Clock::now();
-          Outcome o = send_one(client, clips[clip], args, sent);
-          const auto done = Clock::now();
-          o.clip = clip;
-          std::lock_guard lock(mutex);
-          answers.push_back({done, o.audio_seconds});
-          if (!measured) {
-            if (i >= args.warmup) ++unmeasured_after;
-            continue;
-          }
-          if (outcomes.empty() || sent < started) started = sent;
-          if (done > finished) finished = done;
-          outcomes.push_back(std::move(o));
-          ++answered;
+    run_clients([&](httplib::Client& client) {
+      while (answered < total) {
+        const int i = next++;
+        const size_t clip = static_cast<size_t>(i) % clips.size();
+        const auto sent = Clock::now();
+        Outcome o = send_one(client, clips[clip], args, sent);
+        const auto done = Clock::now();
+        o.clip = clip;
+        std::lock_guard lock(mutex);
+        answers.push_back({done, o.audio_seconds});
+        if (i < args.warmup) continue;
+        if (i >= args.warmup + total) {
+          ++unmeasured_after;
+          continue;
         }
-      });
-    for (auto& t : clients) t.join();
+        if (outcomes.empty() || sent < started) started = sent;
+        if (done > finished) finished = done;
+        outcomes.push_back(std::move(o));
+        ++answered;
+      }
+    });
   }
   gpu.stop();
   const double wall = outcomes.empty() ? 0 : std::chrono::duration<double>(finished - started).count();

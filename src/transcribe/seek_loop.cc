@@ -128,29 +128,26 @@ std::unique_ptr<PendingEncode> SeekLoop::queue_ahead(const Tensor& mel) const {
   return ctx_.access.encode_ahead(mel, options_.audio_ctx);
 }
 
-void SeekLoop::expect(Tensor mel, std::unique_ptr<PendingEncode> pending) {
-  ahead_mel_ = std::move(mel);
-  ahead_ = std::move(pending);
+void SeekLoop::expect(WindowAhead ahead) { ahead_ = std::move(ahead); }
+
+const Tensor* SeekLoop::ahead_mel(int64_t seek, int size) const {
+  return ahead_.pending && ahead_.seek == seek && ahead_.size == size ? &ahead_.mel : nullptr;
 }
 
-namespace {
-
-bool same_mel(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+std::shared_ptr<const AudioContext> SeekLoop::take_ahead(int segment_size) {
+  WindowAhead ahead = std::exchange(ahead_, {});
+  if (!ahead.pending || ahead.seek != seek_ || ahead.size != segment_size) return nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<const AudioContext> audio = ahead.pending->collect();
+  encode_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return audio;
 }
-
-}  // namespace
 
 std::shared_ptr<const AudioContext> SeekLoop::encode(const Tensor& mel) {
-  if (encoded_ && same_mel(encoded_mel_, mel)) return std::exchange(encoded_, nullptr);
+  if (encoded_ && encoded_mel_.shape() == mel.shape() &&
+      std::memcmp(encoded_mel_.raw(), mel.raw(), mel.nbytes()) == 0)
+    return std::exchange(encoded_, nullptr);
   const auto t0 = std::chrono::steady_clock::now();
-  // A window queued ahead that is not this one (the seek moved otherwise) is dropped here;
-  // the scheduler counts it as unused.
-  if (std::unique_ptr<PendingEncode> ahead = std::exchange(ahead_, nullptr); ahead && same_mel(ahead_mel_, mel)) {
-    std::shared_ptr<const AudioContext> audio = ahead->collect();
-    encode_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return audio;
-  }
   std::shared_ptr<const AudioContext> audio;
   if (ctx_.access.encode) {
     audio = ctx_.access.encode(mel, options_.audio_ctx);

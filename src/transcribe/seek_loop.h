@@ -86,11 +86,22 @@ class SeekLoop {
   std::optional<int64_t> seek_after(int segment_size, int64_t content_frames) const;
   // segment_size() for a window at `seek` in the current clip.
   int segment_size_at(int64_t seek, int64_t content_frames) const;
+  // A window whose encoder call went out while the one before it decoded: where it starts,
+  // its length, its mel and the pending encoder output.
+  struct WindowAhead {
+    int64_t seek = -1;
+    int size = 0;
+    Tensor mel;
+    std::unique_ptr<PendingEncode> pending;
+  };
   // Queues the window `mel` for the encoder now (from any thread: it touches nothing of the
-  // loop's); expect() hands the result to the loop, whose encode() then takes it for an
-  // equal mel instead of encoding again.
+  // loop's); expect() hands it to the loop, whose run_window() then takes its encoder output
+  // when it is the window at hand (same start, same length: the same mel by construction).
   std::unique_ptr<PendingEncode> queue_ahead(const Tensor& mel) const;
-  void expect(Tensor mel, std::unique_ptr<PendingEncode> pending);
+  void expect(WindowAhead ahead);
+  // The mel of the window queued ahead when it is the one at `seek` of `size` frames (so the
+  // caller need not compute it again); null otherwise.
+  const Tensor* ahead_mel(int64_t seek, int size) const;
 
   int64_t seek() const { return seek_; }
   const std::string& language() const { return language_; }
@@ -111,6 +122,9 @@ class SeekLoop {
   // The encoder's output for `mel`; the language detection's when it saw the same mel
   // (a first window of a full 30 s), so that one encoder pass serves both.
   std::shared_ptr<const AudioContext> encode(const Tensor& mel);
+  // The window queued ahead's encoder output when it is the current window (seek and
+  // `segment_size`), else null; either way it is dropped (the scheduler counts an unused one).
+  std::shared_ptr<const AudioContext> take_ahead(int segment_size);
   DecodingResult decode_with_fallback(std::shared_ptr<const AudioContext> audio);
   std::unique_ptr<Inference> make_inference(std::shared_ptr<const AudioContext> audio);
   std::vector<int> window_prompt() const;
@@ -143,8 +157,7 @@ class SeekLoop {
   int64_t sampled_tokens_ = 0;
   Tensor encoded_mel_;
   std::shared_ptr<const AudioContext> encoded_;
-  Tensor ahead_mel_;  // the window encode_ahead() queued, and its pending result
-  std::unique_ptr<PendingEncode> ahead_;
+  WindowAhead ahead_;
 };
 
 }  // namespace hark

@@ -28,7 +28,8 @@ std::vector<Segment> SeekLoop::run_window(const Tensor& mel, int segment_size, i
   if (segment_size <= 0) throw Error(ErrorCode::Internal, "[transcribe] empty window");
   const double time_offset = seek_ * kSecondsPerFrame;
   const double window_end_time = (seek_ + 3000) * kSecondsPerFrame;
-  auto audio = encode(mel);
+  std::shared_ptr<const AudioContext> audio = take_ahead(segment_size);
+  if (!audio) audio = encode(mel);
   if (after_encode) after_encode();
   DecodingResult result = decode_with_fallback(audio);
   ++window_index_;

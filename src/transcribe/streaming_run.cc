@@ -90,13 +90,12 @@ void SeekStreamingRun::process(bool final) {
     }
     const int size = loop_.segment_size(content);
     Tensor mel;
-    if (*seek == ahead_seek_ && size == ahead_size_) {
-      mel = std::move(ahead_mel_);  // computed while the window before decoded
+    if (const Tensor* known = loop_.ahead_mel(*seek, size)) {
+      mel = *known;  // computed while the window before decoded
     } else {
       mel = timed_window(*seek);
       zero_tail(mel, size);
     }
-    ahead_seek_ = -1;
     // Where the next window's start is known, its mel is computed and its encoder call
     // queued as soon as this window's encoder output is there, on a thread of its own: the
     // encoder then works on it while this window decodes, and the next window does not
@@ -125,10 +124,7 @@ void SeekStreamingRun::process(bool final) {
       try {
         Ahead a = ahead.get();
         mel_ms_ += a.mel_ms;
-        ahead_seek_ = next->first;
-        ahead_size_ = next->second;
-        ahead_mel_ = a.mel;
-        loop_.expect(std::move(a.mel), std::move(a.pending));
+        loop_.expect({next->first, next->second, std::move(a.mel), std::move(a.pending)});
       } catch (const Error&) {
         // The next window's STFT or queueing failed (a cancel, the scheduler stopping): it
         // is computed again in its turn, which reports what is still wrong.

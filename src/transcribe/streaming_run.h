@@ -45,11 +45,6 @@ class SeekStreamingRun : public StreamingRun {
   double expected_seconds_ = 0;
   double mel_ms_ = 0;  // STFTs so far (Transcript::timings)
   int64_t clip_samples_ = -1;  // the whole clip's length, when use_clip_maximum() saw it
-  // The next window's mel, computed while the current one decoded (its encoder output was
-  // queued then too): reused when the loop gets to that seek with that length.
-  int64_t ahead_seek_ = -1;
-  int ahead_size_ = 0;
-  Tensor ahead_mel_;
   Tensor timed_window(int64_t seek);
 };
 

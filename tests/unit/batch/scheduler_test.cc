@@ -52,21 +52,34 @@ TEST(BatchScheduler, ShortRequestIsAdmittedBetweenTheWindowsOfLongOnes) {
   EXPECT_EQ(order[2], 0) << "the short request finished after a long one";
 }
 
+// The narrow test checkpoint on a CPU backend of two threads, for tests of the scheduler alone.
+WhisperModel narrow_model() {
+  BackendOptions bo;
+  bo.threads = 2;
+  return WhisperModel(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
+}
+
+// A 600 s run on its own thread that `cancel` stops; what it failed with goes to `error`.
+std::thread cancellable_long_run(Engine& engine, const TranscribeOptions& options, const std::atomic<bool>& cancel,
+                                 std::string& error) {
+  return std::thread([&engine, options, &cancel, &error] {
+    RunHooks hooks;
+    hooks.cancel = &cancel;
+    try {
+      engine.transcribe(voice_like(600, 9), options, hooks);
+    } catch (const Error& e) {
+      error = to_string(e.code());
+    }
+  });
+}
+
 TEST(BatchScheduler, CancelledRunGivesItsRowsBackAndOthersFinishUnchanged) {
   const std::vector<float> short_audio = voice_like(12, 3);
   const Transcript alone = narrow_engine(1)->transcribe(short_audio, quick());
   auto engine = narrow_engine(4);
   std::atomic<bool> cancel{false};
   std::string long_error;
-  std::thread long_run([&] {
-    RunHooks hooks;
-    hooks.cancel = &cancel;
-    try {
-      engine->transcribe(voice_like(600, 9), quick(40), hooks);
-    } catch (const Error& e) {
-      long_error = to_string(e.code());
-    }
-  });
+  std::thread long_run = cancellable_long_run(*engine, quick(40), cancel, long_error);
   ASSERT_TRUE(eventually([&] { return engine->batch_stats().steps > 3; }));
   Transcript together;
   std::thread short_run([&] { together = engine->transcribe(short_audio, quick()); });
@@ -90,15 +103,7 @@ TEST(BatchScheduler, CancelledRunWithAWindowEncodedAheadLeavesNothingBehind) {
   auto engine = narrow_engine(4, 2, 448, /*select=*/false, EncoderLane::On);
   std::atomic<bool> cancel{false};
   std::string long_error;
-  std::thread long_run([&] {
-    RunHooks hooks;
-    hooks.cancel = &cancel;
-    try {
-      engine->transcribe(voice_like(600, 9), text, hooks);
-    } catch (const Error& e) {
-      long_error = to_string(e.code());
-    }
-  });
+  std::thread long_run = cancellable_long_run(*engine, text, cancel, long_error);
   ASSERT_TRUE(eventually([&] { return engine->batch_stats().windows_ahead >= 2; }));
   cancel = true;
   long_run.join();
@@ -116,9 +121,7 @@ TEST(BatchScheduler, CancelledRunWithAWindowEncodedAheadLeavesNothingBehind) {
 // The scheduler's side of encoding ahead: a queued window is collected once, a dropped one
 // is counted unused, and a cancelled run cannot queue one.
 TEST(BatchScheduler, WindowsEncodedAheadAreCollectedOnceOrCountedUnused) {
-  BackendOptions bo;
-  bo.threads = 2;
-  WhisperModel model(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
+  WhisperModel model = narrow_model();
   BatchScheduler scheduler(model, {4});
   Tensor mel = Tensor::zeros({model.hparams().n_mels, 3000});
   auto pending = scheduler.encode_ahead(mel, 0, nullptr);
@@ -160,9 +163,7 @@ TEST(BatchScheduler, GroupLargerThanTheBudgetAndExclusiveRunsFinishAsAlone) {
 }
 
 TEST(BatchScheduler, MisuseFailsOnlyTheGroupThatMisusedIt) {
-  BackendOptions bo;
-  bo.threads = 2;
-  WhisperModel model(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
+  WhisperModel model = narrow_model();
   BatchScheduler scheduler(model, {4});
   Tensor mel = Tensor::zeros({model.hparams().n_mels, 3000});
   EXPECT_THROW(scheduler.encode(Tensor::zeros({3, 3}), 0, nullptr), Error);  // not a mel window
@@ -195,9 +196,7 @@ TEST(BatchScheduler, MisuseFailsOnlyTheGroupThatMisusedIt) {
 // a step (docs/benchmarks.md, 2026-12-06). Calls queued while another runs all run at the
 // next turn, with no step between them, while a group keeps stepping.
 TEST(BatchScheduler, CallsWaitingAtATurnAllRunInIt) {
-  BackendOptions bo;
-  bo.threads = 2;
-  WhisperModel model(narrow_checkpoint(), std::shared_ptr<Backend>(make_cpu_backend(bo)));
+  WhisperModel model = narrow_model();
   BatchOptions options;
   options.max_rows = 4;
   // The rule under test, not the time budget: a descheduled thread on a loaded machine

@@ -162,6 +162,9 @@ TEST_F(BenchServer, ClosedLoopMeasuresASteadyStreamWithNoBurstAndNoThinEnd) {
   const double rate = r["requests_per_second"].get<double>();
   EXPECT_GT(rate, 0);
   EXPECT_LE(rate, 20.0 + 1e-9);
+  // Little's law is the definition: clients over the mean latency. The span's count would
+  // read ~17 a second here (six requests over ~350 ms), not the 2 / 0.1 s it gives.
+  EXPECT_NEAR(rate, 2.0 / (r["latency_ms"]["mean"].get<double>() / 1000.0), 1e-9);
   EXPECT_NEAR(r["rtfx"].get<double>(), rate, 1e-9);
   const int in_span = r["answered_in_span"].get<int>();
   EXPECT_GE(in_span, 7);
